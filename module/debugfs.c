@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /sys/kernel/debug/taskstate: the table for people and shell scripts.
+ *
+ * Read-only (0400) with no ioctl and no mmap, so it stays readable under
+ * kernel lockdown, where debugfs refuses to open anything else.  Each read
+ * shows the tracked threads visible in the reader's pid namespace, with
+ * the tids that namespace gives them.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/pid_namespace.h>
+#include <linux/seq_file.h>
+#include "readers.h"
+#include "table.h"
+
+static struct dentry *ts_debugfs;
+
+/* The iterator's position is a slot index. */
+static void *ts_seq_start(struct seq_file *m, loff_t *pos)
+{
+	if (*pos == 0)
+		seq_printf(m, "%7s %7s %-8s %20s %20s %s\n", "TID", "TGID",
+			   "STATE", "SINCE_NS", "AGE_NS", "COMM");
+	return *pos < ts_slots_used() ? pos : NULL;
+}
+
+static void *ts_seq_next(struct seq_file *m, void *v, loff_t *pos)
+{
+	++*pos;
+	return *pos < ts_slots_used() ? pos : NULL;
+}
+
+static void ts_seq_stop(struct seq_file *m, void *v)
+{
+}
+
+static int ts_seq_show(struct seq_file *m, void *v)
+{
+	struct ts_view view;
+	u64 now;
+
+	if (!ts_view_slot(*(loff_t *)v, task_active_pid_ns(current), &view))
+		return 0;
+	/* Read after the word, so the age is never negative. */
+	now = ktime_get_boot_fast_ns();
+	seq_printf(m, "%7d %7d %-8s %20llu %20llu %s\n", view.tid, view.tgid,
+		   taskstate_state_name(taskstate_state(view.word)),
+		   taskstate_since_ns(view.word),
+		   taskstate_age_ns(view.word, now), view.comm);
+	return 0;
+}
+
+static const struct seq_operations ts_seq_sops = {
+	.start = ts_seq_start,
+	.next = ts_seq_next,
+	.stop = ts_seq_stop,
+	.show = ts_seq_show,
+};
+DEFINE_SEQ_ATTRIBUTE(ts_seq);
+
+/*
+ * As elsewhere in the kernel, debugfs trouble is not fatal: the device
+ * still works, and the log says why the table is missing.
+ */
+void ts_debugfs_init(void)
+{
+	ts_debugfs = debugfs_create_file(KBUILD_MODNAME, 0400, NULL, NULL,
+					 &ts_seq_fops);
+	if (IS_ERR(ts_debugfs))
+		pr_warn("no debugfs table: %ld\n", PTR_ERR(ts_debugfs));
+}
+
+/* Waits for readers inside a read; open files keep the module pinned. */
+void ts_debugfs_exit(void)
+{
+	debugfs_remove(ts_debugfs);
+}

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/taskstate: the ioctl ABI of include/uapi/linux/taskstate.h.
+ *
+ * Per-switch timestamps are a timing side channel, and
+ * ptrace_may_access() is not exported to modules, so opening the device
+ * needs CAP_PERFMON or CAP_SYS_ADMIN in the initial user namespace (the
+ * same bar as system-wide perf).  The file mode lets anyone try.  Tids are
+ * the caller's: they are resolved in its pid namespace, and threads
+ * outside it cannot be named.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/pid_namespace.h>
+#include <linux/sched/signal.h>
+#include <linux/uaccess.h>
+#include "readers.h"
+#include "table.h"
+
+/* Entries handled per copy in and out; 512 bytes of stack. */
+#define TS_CHUNK	32
+
+static bool ts_dev_track_all;
+
+/*
+ * Read an argument struct that starts with its own size: accept any size
+ * from the first version's up (copy_struct_from_user() zero-fills a short
+ * one and wants the unknown tail of a long one zero).  Returns the user's
+ * size, to write back no more than that.
+ */
+static long ts_get_args(void *karg, size_t ksize, size_t ver0,
+			void __user *uarg)
+{
+	u32 usize;
+	int ret;
+
+	if (get_user(usize, (u32 __user *)uarg))
+		return -EFAULT;
+	if (usize > PAGE_SIZE)
+		return -E2BIG;
+	if (usize < ver0)
+		return -EINVAL;
+	ret = copy_struct_from_user(karg, ksize, uarg, usize);
+	return ret ? ret : usize;
+}
+
+static int ts_put_args(void __user *uarg, const void *karg, size_t ksize,
+		       size_t usize)
+{
+	return copy_to_user(uarg, karg, min(ksize, usize)) ? -EFAULT : 0;
+}
+
+static long ts_ioctl_info(void __user *uarg)
+{
+	struct taskstate_info info;
+	long usize;
+
+	usize = ts_get_args(&info, sizeof(info), TASKSTATE_INFO_SIZE_VER0,
+			    uarg);
+	if (usize < 0)
+		return usize;
+	if (info.flags)
+		return -EINVAL;
+	info = (struct taskstate_info) {
+		.size = usize,
+		.abi_version = TASKSTATE_ABI_VERSION,
+		.state_shift = TASKSTATE_STATE_SHIFT,
+		.time_bits = TASKSTATE_TIME_BITS,
+		.clock_id = CLOCK_BOOTTIME,
+		.max_threads = ts_nr_slots,
+		.batch_max = TASKSTATE_BATCH_MAX,
+		.track_all = ts_dev_track_all,
+		.nr_tracked = READ_ONCE(ts_nr_tracked),
+		.nr_untracked = atomic_long_read(&ts_nr_untracked),
+	};
+	return ts_put_args(uarg, &info, sizeof(info), usize);
+}
+
+/* A reference to the thread (or with @process, the process) @id names. */
+static struct task_struct *ts_get_task(u32 id, bool process)
+{
+	struct task_struct *t = NULL;
+
+	if (!id || id > PID_MAX_LIMIT)
+		return NULL;
+	rcu_read_lock();
+	t = pid_task(find_vpid(id), process ? PIDTYPE_TGID : PIDTYPE_PID);
+	if (t)
+		get_task_struct(t);
+	rcu_read_unlock();
+	return t;
+}
+
+/*
+ * Track or untrack a thread, or every thread of a process.  For a process
+ * the threads are tracked with TS_SLOT_INHERIT, so the fork probe adds
+ * their new threads and children.  A thread forked while we walk is seen
+ * either by the walk or by the fork probe: copy_process() links it into
+ * the thread list before sched_process_fork looks up its parent, and the
+ * parent's slot is published (full barrier below) before the walk.
+ */
+static long ts_ioctl_track(void __user *uarg, bool track)
+{
+	struct taskstate_track args;
+	struct task_struct *p, *t;
+	bool process;
+	long usize;
+	int ret = 0;
+
+	usize = ts_get_args(&args, sizeof(args), TASKSTATE_TRACK_SIZE_VER0,
+			    uarg);
+	if (usize < 0)
+		return usize;
+	if ((args.flags & ~TASKSTATE_TRACK_PROCESS) || args.__pad)
+		return -EINVAL;
+	args.nr_threads = 0;
+	process = args.flags & TASKSTATE_TRACK_PROCESS;
+	p = ts_get_task(args.id, process);
+	if (!p)
+		return -ESRCH;
+
+	if (!process) {
+		if (track)
+			ret = ts_track(p, 0, true);
+		args.nr_threads = track ? !ret : ts_untrack(p);
+		goto out_put;
+	}
+	if (track) {
+		ret = ts_track(p, TS_SLOT_INHERIT, true);
+		smp_mb();	/* leader's slot visible before the walk */
+	}
+	rcu_read_lock();
+	for_each_thread(p, t) {
+		if (ret)
+			break;
+		if (track)
+			ret = ts_track(t, TS_SLOT_INHERIT, true);
+		else if (!ts_untrack(t))
+			continue;
+		args.nr_threads += !ret;
+	}
+	rcu_read_unlock();
+out_put:
+	put_task_struct(p);
+	if (ret)
+		return ret;
+	return ts_put_args(uarg, &args, sizeof(args), usize);
+}
+
+/*
+ * The word of the thread @tid names in the caller's pid namespace, and
+ * its tgid there.  Under rcu_read_lock(): the task cannot be freed, and a
+ * slot found for it cannot be reused by another thread.
+ */
+static bool ts_sample_one(struct taskstate_entry *e)
+{
+	struct task_struct *t;
+	struct ts_slot *s;
+
+	e->tgid = 0;
+	e->word = 0;
+	if (!e->tid || e->tid > PID_MAX_LIMIT)
+		return false;
+	t = pid_task(find_vpid(e->tid), PIDTYPE_PID);
+	if (!t)
+		return false;
+	s = ts_lookup(t);
+	if (!s)
+		return false;
+	e->word = ts_word_load(ts_slot_word(s));
+	e->tgid = task_tgid_vnr(t);
+	return true;
+}
+
+static long ts_ioctl_sample(void __user *uarg)
+{
+	struct taskstate_entry buf[TS_CHUNK];
+	struct taskstate_entry __user *ue;
+	struct taskstate_sample args;
+	u32 i, n, done;
+	long usize;
+
+	usize = ts_get_args(&args, sizeof(args), TASKSTATE_SAMPLE_SIZE_VER0,
+			    uarg);
+	if (usize < 0)
+		return usize;
+	if (args.flags)
+		return -EINVAL;
+	args.found = 0;
+	if (args.count > TASKSTATE_BATCH_MAX)
+		return -E2BIG;
+	ue = u64_to_user_ptr(args.entries);
+	for (done = 0; done < args.count; done += n) {
+		n = min_t(u32, args.count - done, TS_CHUNK);
+		if (copy_from_user(buf, ue + done, n * sizeof(*buf)))
+			return -EFAULT;
+		rcu_read_lock();
+		for (i = 0; i < n; i++)
+			args.found += ts_sample_one(&buf[i]);
+		rcu_read_unlock();
+		if (copy_to_user(ue + done, buf, n * sizeof(*buf)))
+			return -EFAULT;
+	}
+	if (ts_put_args(uarg, &args, sizeof(args), usize))
+		return -EFAULT;
+	return args.found;
+}
+
+static long ts_ioctl_list(void __user *uarg)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	struct taskstate_entry buf[TS_CHUNK];
+	struct taskstate_entry __user *ue;
+	struct taskstate_list args;
+	unsigned int idx, used, n = 0;
+	struct ts_view v;
+	long usize;
+
+	usize = ts_get_args(&args, sizeof(args), TASKSTATE_LIST_SIZE_VER0,
+			    uarg);
+	if (usize < 0)
+		return usize;
+	if (args.flags)
+		return -EINVAL;
+	args.filled = 0;
+	args.total = 0;
+	if (args.count > TASKSTATE_BATCH_MAX)
+		return -E2BIG;
+	ue = u64_to_user_ptr(args.entries);
+	used = ts_slots_used();
+	for (idx = 0; idx < used; idx++) {
+		if (!ts_view_slot(idx, ns, &v))
+			continue;
+		if (args.pid && v.tgid != args.pid)
+			continue;
+		args.total++;
+		if (args.filled + n >= args.count)
+			continue;
+		buf[n++] = (struct taskstate_entry) {
+			.tid = v.tid, .tgid = v.tgid, .word = v.word,
+		};
+		if (n == TS_CHUNK) {
+			if (copy_to_user(ue + args.filled, buf, sizeof(buf)))
+				return -EFAULT;
+			args.filled += n;
+			n = 0;
+		}
+	}
+	if (n && copy_to_user(ue + args.filled, buf, n * sizeof(*buf)))
+		return -EFAULT;
+	args.filled += n;
+	if (ts_put_args(uarg, &args, sizeof(args), usize))
+		return -EFAULT;
+	return args.filled;
+}
+
+static long ts_dev_ioctl(struct file *file, unsigned int cmd,
+			 unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case TASKSTATE_IOC_INFO:
+		return ts_ioctl_info(uarg);
+	case TASKSTATE_IOC_TRACK:
+		return ts_ioctl_track(uarg, true);
+	case TASKSTATE_IOC_UNTRACK:
+		return ts_ioctl_track(uarg, false);
+	case TASKSTATE_IOC_SAMPLE:
+		return ts_ioctl_sample(uarg);
+	case TASKSTATE_IOC_LIST:
+		return ts_ioctl_list(uarg);
+	default:
+		return -ENOIOCTLCMD;
+	}
+}
+
+static int ts_dev_open(struct inode *inode, struct file *file)
+{
+	if (!perfmon_capable())
+		return -EPERM;
+	return nonseekable_open(inode, file);
+}
+
+static const struct file_operations ts_dev_fops = {
+	.owner = THIS_MODULE,
+	.open = ts_dev_open,
+	.unlocked_ioctl = ts_dev_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
+
+static struct miscdevice ts_miscdev = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = KBUILD_MODNAME,
+	.fops = &ts_dev_fops,
+	.mode = 0444,
+};
+
+int ts_dev_init(bool track_all)
+{
+	ts_dev_track_all = track_all;
+	return misc_register(&ts_miscdev);
+}
+
+/* Open files pin the module, so no ioctl is running here. */
+void ts_dev_exit(void)
+{
+	misc_deregister(&ts_miscdev);
+}

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * taskstate: one packed 64-bit word per tracked thread, its scheduling
+ * state and the time of its last change, kept current by the scheduler's
+ * tracepoints and read without locks.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/rcupdate.h>
+#include "probes.h"
+#include "readers.h"
+#include "table.h"
+
+#define TS_MIN_THREADS	64
+#define TS_MAX_THREADS	(1U << 22)
+
+static unsigned int max_threads = 32768;
+module_param(max_threads, uint, 0444);
+MODULE_PARM_DESC(max_threads,
+		 "Most threads tracked at once, 64..4194304 (default 32768); about 64 bytes each. Threads beyond it go untracked and are counted.");
+
+static bool track_all = true;
+module_param(track_all, bool, 0444);
+MODULE_PARM_DESC(track_all,
+		 "Track every thread: existing ones at load, new ones at fork (default 1). With 0, only threads and processes added through /dev/taskstate are tracked.");
+
+static int __init taskstate_init(void)
+{
+	int ret;
+
+	if (max_threads < TS_MIN_THREADS || max_threads > TS_MAX_THREADS) {
+		pr_err("max_threads=%u is outside %u..%u\n", max_threads,
+		       TS_MIN_THREADS, TS_MAX_THREADS);
+		return -EINVAL;
+	}
+	ret = ts_table_init(max_threads);
+	if (ret)
+		return ret;
+	ret = ts_probes_register(track_all);
+	if (ret)
+		goto out_table;
+	if (track_all)
+		ts_track_existing();
+	ts_debugfs_init();
+	ret = ts_dev_init(track_all);
+	if (ret)
+		goto out_debugfs;
+	return 0;
+
+out_debugfs:
+	ts_debugfs_exit();
+	ts_probes_unregister();
+	rcu_barrier();
+out_table:
+	ts_table_exit();
+	return ret;
+}
+
+static void __exit taskstate_exit(void)
+{
+	ts_dev_exit();
+	ts_debugfs_exit();
+	ts_probes_unregister();
+	/* Slots released just before still wait for their grace period. */
+	rcu_barrier();
+	ts_table_exit();
+}
+
+module_init(taskstate_init);
+module_exit(taskstate_exit);
+
+MODULE_DESCRIPTION("Per-thread scheduling state and time in one packed word");
+MODULE_AUTHOR("The taskstate developers");
+MODULE_LICENSE("GPL");

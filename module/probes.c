@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The writers: probes on the scheduler's tracepoints.
+ *
+ * One writer per word.  Every write to a task's word happens on a path
+ * that the scheduler already serialises for that task (6.1 sources):
+ *
+ *  - sched_switch (kernel/sched/core.c, __schedule()): with the run queue
+ *    lock of the CPU held.  prev is that CPU's current task; next was
+ *    picked from that run queue.
+ *  - sched_wakeup (ttwu_do_wakeup()): with the lock of the run queue the
+ *    task is being put on, reached from ttwu_runnable() or
+ *    ttwu_do_activate(); try_to_wake_up() holds p->pi_lock or has set
+ *    TASK_WAKING so no second wakeup can proceed.  The task is off every
+ *    CPU or still queued on that run queue, so no switch runs for it.
+ *    The one lock-free call, try_to_wake_up(p == current), wakes a task
+ *    that is on its own CPU: its word says RUNNING and is left alone.
+ *  - sched_wakeup_new (wake_up_new_task()): pi_lock and run queue lock;
+ *    the task has never run.
+ *  - sched_process_fork (kernel/fork.c, kernel_clone()): before
+ *    wake_up_new_task(), so the child cannot run yet; it only inserts the
+ *    child's slot.
+ *  - sched_process_free (kernel/exit.c, delayed_put_task_struct()): an RCU
+ *    callback after release_task(); the task has made its final switch.
+ *
+ * Hence a plain store (ts_word_store()) is enough, and the probes may read
+ * their own word to skip a store that would not change the state.  The one
+ * other write, the snapshot when tracking starts, only replaces an empty
+ * word (ts_word_init()).
+ *
+ * Probe context: preemption disabled, on most events a raw run queue lock
+ * held.  So no allocation, no sleeping lock, no printk here; the fork and
+ * free probes take ts_lock (raw), which no scheduler path holds.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/sched.h>
+#include <linux/timekeeping.h>
+#include <linux/tracepoint.h>
+#include <trace/events/sched.h>
+#include "states.h"
+#include "table.h"
+#include "probes.h"
+
+static bool ts_inherit_all;
+
+/* Write @state unless the word holds it already: the time must not move. */
+static __always_inline void ts_set(struct ts_slot *s, unsigned int state,
+				   u64 now)
+{
+	struct ts_word *w = ts_slot_word(s);
+
+	if (taskstate_state(ts_word_load(w)) != state)
+		ts_word_store(w, taskstate_pack(state, now));
+}
+
+static unsigned int ts_prev_state(bool preempt, struct task_struct *prev,
+				  unsigned int prev_state)
+{
+	if (preempt || prev_state == TASK_RUNNING || ts_task_queued(prev))
+		return TASKSTATE_RUNNABLE;
+	return ts_state_from_linux(prev_state);
+}
+
+static void ts_probe_switch(void *data, bool preempt,
+			    struct task_struct *prev,
+			    struct task_struct *next,
+			    unsigned int prev_state)
+{
+	struct ts_slot *ps, *ns;
+	u64 now;
+
+	if (!ts_active())
+		return;
+	ps = ts_lookup(prev);
+	ns = ts_lookup(next);
+	if (!ps && !ns)
+		return;
+	/* One clock read per event: both words carry the same time. */
+	now = ktime_get_boot_fast_ns();
+	if (ps)
+		ts_set(ps, ts_prev_state(preempt, prev, prev_state), now);
+	if (ns)
+		ts_set(ns, TASKSTATE_RUNNING, now);
+}
+
+/*
+ * sched_wakeup and sched_wakeup_new.  ttwu_runnable() also reports a
+ * wakeup for a task that set a sleep state but never left its CPU, or was
+ * preempted before it could: such a task is RUNNING or RUNNABLE already
+ * and keeps its word.
+ */
+static void ts_probe_wakeup(void *data, struct task_struct *p)
+{
+	struct ts_slot *s;
+	unsigned int old;
+
+	if (!ts_active())
+		return;
+	s = ts_lookup(p);
+	if (!s)
+		return;
+	old = taskstate_state(ts_word_load(ts_slot_word(s)));
+	if (old == TASKSTATE_RUNNING || old == TASKSTATE_RUNNABLE)
+		return;
+	ts_word_store(ts_slot_word(s),
+		      taskstate_pack(TASKSTATE_RUNNABLE,
+				     ktime_get_boot_fast_ns()));
+}
+
+/*
+ * The child of a tracked process is tracked, if tracking was asked with
+ * inheritance (a whole process, or track_all).  @parent is current, the
+ * thread that called clone().
+ */
+static void ts_probe_fork(void *data, struct task_struct *parent,
+			  struct task_struct *child)
+{
+	struct ts_slot *s;
+
+	if (!ts_inherit_all) {
+		s = ts_lookup(parent);
+		if (!s || !(READ_ONCE(s->flags) & TS_SLOT_INHERIT))
+			return;
+	}
+	ts_track(child, TS_SLOT_INHERIT, false);
+}
+
+static void ts_probe_free(void *data, struct task_struct *t)
+{
+	if (ts_lookup(t))
+		ts_untrack(t);
+}
+
+/* Compile-time checks that each probe matches its tracepoint. */
+static inline void ts_check_prototypes(void)
+{
+	check_trace_callback_type_sched_switch(ts_probe_switch);
+	check_trace_callback_type_sched_wakeup(ts_probe_wakeup);
+	check_trace_callback_type_sched_wakeup_new(ts_probe_wakeup);
+	check_trace_callback_type_sched_process_fork(ts_probe_fork);
+	check_trace_callback_type_sched_process_free(ts_probe_free);
+}
+
+/*
+ * The scheduler tracepoints are not exported to modules: find them by
+ * name.  Registered in this order, unregistered in reverse: free before
+ * fork, so every slot a fork creates has its release in place; switch
+ * last, once everything it depends on is.
+ */
+static struct ts_tracepoint {
+	const char *name;
+	void *probe;
+	struct tracepoint *tp;
+} ts_tps[] = {
+	{ "sched_process_free",	ts_probe_free },
+	{ "sched_process_fork",	ts_probe_fork },
+	{ "sched_wakeup_new",	ts_probe_wakeup },
+	{ "sched_wakeup",	ts_probe_wakeup },
+	{ "sched_switch",	ts_probe_switch },
+};
+
+static void ts_find_tracepoint(struct tracepoint *tp, void *priv)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ts_tps); i++)
+		if (!strcmp(tp->name, ts_tps[i].name))
+			ts_tps[i].tp = tp;
+}
+
+int ts_probes_register(bool track_all)
+{
+	unsigned int i;
+	int ret;
+
+	ts_check_prototypes();
+	ts_inherit_all = track_all;
+	for (i = 0; i < ARRAY_SIZE(ts_tps); i++)
+		ts_tps[i].tp = NULL;
+	for_each_kernel_tracepoint(ts_find_tracepoint, NULL);
+	for (i = 0; i < ARRAY_SIZE(ts_tps); i++) {
+		if (!ts_tps[i].tp) {
+			pr_err("tracepoint %s not found in this kernel\n",
+			       ts_tps[i].name);
+			return -ENOENT;
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(ts_tps); i++) {
+		ret = tracepoint_probe_register(ts_tps[i].tp, ts_tps[i].probe,
+						NULL);
+		if (ret) {
+			pr_err("cannot attach to tracepoint %s: %d\n",
+			       ts_tps[i].name, ret);
+			goto out_unregister;
+		}
+	}
+	return 0;
+
+out_unregister:
+	while (i--)
+		tracepoint_probe_unregister(ts_tps[i].tp, ts_tps[i].probe,
+					    NULL);
+	tracepoint_synchronize_unregister();
+	return ret;
+}
+
+/*
+ * After this returns no probe is running or will run.  Slots released by
+ * the free probe may still wait for their grace period: the caller runs
+ * rcu_barrier() before freeing the table.
+ */
+void ts_probes_unregister(void)
+{
+	unsigned int i = ARRAY_SIZE(ts_tps);
+
+	while (i--)
+		tracepoint_probe_unregister(ts_tps[i].tp, ts_tps[i].probe,
+					    NULL);
+	tracepoint_synchronize_unregister();
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Linux task states to taskstate states.  README.md has the same mapping
+ * as a table; keep the two in step.
+ */
+#ifndef TASKSTATE_STATES_H
+#define TASKSTATE_STATES_H
+
+#include <linux/sched.h>
+#include "compat.h"
+#include "word.h"
+
+/*
+ * Map a sleeping task's __state (as sched_switch passes it in prev_state).
+ * Modifier bits (TASK_WAKEKILL, TASK_FREEZABLE, __TASK_FREEZABLE_UNSAFE)
+ * do not change the class; TASK_NOLOAD turns an uninterruptible wait into
+ * TASK_IDLE, which is not a blocked task.  Tested in this order because
+ * the bits combine: TASK_KILLABLE is WAKEKILL|UNINTERRUPTIBLE, TASK_STOPPED
+ * is WAKEKILL|__TASK_STOPPED, TASK_IDLE is UNINTERRUPTIBLE|NOLOAD.
+ */
+static inline unsigned int ts_state_from_linux(unsigned int st)
+{
+	if (st & TASK_DEAD)
+		return TASKSTATE_DEAD;
+	if (st & __TASK_TRACED)
+		return TASKSTATE_TRACED;
+	if (st & (__TASK_STOPPED | TASK_FROZEN))
+		return TASKSTATE_STOPPED;
+	if (st & (TASK_INTERRUPTIBLE | TASK_PARKED))
+		return TASKSTATE_SLEEPING;
+	if (st & TASK_UNINTERRUPTIBLE)
+		return (st & TASK_NOLOAD) ? TASKSTATE_SLEEPING :
+					    TASKSTATE_BLOCKED;
+	if (st & TASK_RTLOCK_WAIT)
+		return TASKSTATE_BLOCKED;
+	/* TASK_RUNNING, TASK_WAKING, TASK_NEW */
+	return TASKSTATE_RUNNABLE;
+}
+
+/*
+ * The state of a task that is not passing through a tracepoint right now:
+ * the snapshot taken when tracking starts.  Racy by nature (the task may
+ * change state as we look), which is fine: the next scheduler event
+ * overwrites it, and the snapshot never overwrites a scheduler write.
+ */
+static inline unsigned int ts_state_of(struct task_struct *t)
+{
+	unsigned int st = READ_ONCE(t->__state);
+
+	if (READ_ONCE(t->exit_state))
+		return TASKSTATE_DEAD;
+	if (st == TASK_RUNNING)
+		return ts_task_on_cpu(t) ? TASKSTATE_RUNNING :
+					   TASKSTATE_RUNNABLE;
+	return ts_state_from_linux(st);
+}
+
+#endif /* TASKSTATE_STATES_H */

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The tracked-thread table.
+ *
+ * Memory is allocated once, at load, for max_threads slots; nothing is
+ * allocated afterwards, so the fork and free probes can insert and remove
+ * without an allocator.  When the table is full a new thread goes
+ * untracked and ts_nr_untracked counts it.
+ *
+ * Changes to the table (track, untrack, slot reuse) take ts_lock, a raw
+ * spinlock: it does not sleep on PREEMPT_RT (a spinlock_t would), and it
+ * is only taken from process context, the fork probe and RCU callbacks,
+ * never under a run queue lock, so no scheduler path can already hold it.
+ * The per-switch path (ts_lookup()) only reads, without a lock.
+ *
+ * Keyed by task_struct pointer, not by tid, which makes pid reuse a
+ * non-event: release_task() frees the tid a grace period before
+ * sched_process_free fires, and a new thread with the same tid is a new
+ * task_struct with its own slot.  A task_struct pointer is reused only
+ * after the task is freed, which is after its slot was released here.
+ * A released slot is reused only after an RCU grace period, so a lockless
+ * reader that found it still reads the word of the task it looked up.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/pid_namespace.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include "states.h"
+#include "table.h"
+
+struct ts_slot *ts_slots;
+struct ts_pub *ts_pub;
+struct hlist_head *ts_buckets;
+unsigned int ts_hash_bits;
+unsigned int ts_nr_slots;
+unsigned int ts_nr_tracked;		/* written under ts_lock */
+atomic_long_t ts_nr_untracked;
+
+static DEFINE_RAW_SPINLOCK(ts_lock);
+static u32 *ts_free;			/* stack of free slot indices */
+static unsigned int ts_nr_free;
+static unsigned int ts_hwm;		/* no slot at or above was ever used */
+
+int ts_table_init(unsigned int nr_slots)
+{
+	unsigned int i;
+
+	ts_hash_bits = ilog2(roundup_pow_of_two(nr_slots));
+	ts_slots = kvcalloc(nr_slots, sizeof(*ts_slots), GFP_KERNEL);
+	/* Zeroed and page-backed, so it can be mapped into readers later. */
+	ts_pub = vmalloc_user(array_size(nr_slots, sizeof(*ts_pub)));
+	ts_buckets = kvcalloc(1U << ts_hash_bits, sizeof(*ts_buckets),
+			      GFP_KERNEL);
+	ts_free = kvmalloc_array(nr_slots, sizeof(*ts_free), GFP_KERNEL);
+	if (!ts_slots || !ts_pub || !ts_buckets || !ts_free) {
+		ts_table_exit();
+		return -ENOMEM;
+	}
+	/* Hand out low indices first, so readers scan a short prefix. */
+	for (i = 0; i < nr_slots; i++)
+		ts_free[i] = nr_slots - 1 - i;
+	ts_nr_free = nr_slots;
+	ts_nr_slots = nr_slots;
+	ts_nr_tracked = 0;
+	ts_hwm = 0;
+	atomic_long_set(&ts_nr_untracked, 0);
+	return 0;
+}
+
+/* Callers have unregistered the probes and waited for pending releases. */
+void ts_table_exit(void)
+{
+	kvfree(ts_free);
+	kvfree(ts_buckets);
+	vfree(ts_pub);
+	kvfree(ts_slots);
+	ts_free = NULL;
+	ts_buckets = NULL;
+	ts_pub = NULL;
+	ts_slots = NULL;
+}
+
+/*
+ * Start tracking @t, or add @flags if it is tracked already.  With
+ * @snapshot, @t may be running and its current state is recorded; without
+ * it (a child at fork, before it ever ran) the word stays NONE until
+ * sched_wakeup_new.
+ *
+ * The slot is published with an empty word and the snapshot is written
+ * with ts_word_init(), which only replaces the empty word: a probe that
+ * got there first keeps its newer word.
+ */
+int ts_track(struct task_struct *t, unsigned int flags, bool snapshot)
+{
+	unsigned long irqflags;
+	struct ts_slot *s;
+	unsigned int idx;
+	int ret = 0;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	s = ts_lookup(t);
+	if (s) {
+		s->flags |= flags;
+		goto out_unlock;
+	}
+	if (!ts_nr_free) {
+		atomic_long_inc(&ts_nr_untracked);
+		ret = -ENOSPC;
+		goto out_unlock;
+	}
+	idx = ts_free[--ts_nr_free];
+	ts_hwm = max(ts_hwm, idx + 1);
+	s = &ts_slots[idx];
+	s->flags = flags;
+	ts_pub[idx].tid = t->pid;
+	ts_pub[idx].gen++;
+	ts_word_store(&ts_pub[idx].word, 0);
+	WRITE_ONCE(s->task, t);
+	hlist_add_head_rcu(&s->node,
+			   &ts_buckets[hash_ptr(t, ts_hash_bits)]);
+	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked + 1);
+	if (snapshot)
+		ts_word_init(&ts_pub[idx].word,
+			     taskstate_pack(ts_state_of(t),
+					    ktime_get_boot_fast_ns()));
+out_unlock:
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	return ret;
+}
+
+static void ts_slot_reuse(struct rcu_head *head)
+{
+	struct ts_slot *s = container_of(head, struct ts_slot, rcu);
+	unsigned int idx = s - ts_slots;
+	unsigned long irqflags;
+
+	/* No probe or reader can hold the slot any more: empty its word. */
+	ts_word_store(&ts_pub[idx].word, 0);
+	ts_pub[idx].tid = 0;
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	ts_free[ts_nr_free++] = idx;
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+}
+
+/*
+ * Stop tracking @t.  Called when the task is freed (sched_process_free)
+ * and through the device.  The slot is unlinked at once and reused a
+ * grace period later.  Returns whether @t was tracked.
+ */
+bool ts_untrack(struct task_struct *t)
+{
+	unsigned long irqflags;
+	struct ts_slot *s;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	s = ts_lookup(t);
+	if (s) {
+		hlist_del_rcu(&s->node);
+		WRITE_ONCE(s->task, NULL);
+		WRITE_ONCE(ts_nr_tracked, ts_nr_tracked - 1);
+	}
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	if (s)
+		call_rcu(&s->rcu, ts_slot_reuse);
+	return s;
+}
+
+/*
+ * Snapshot every thread that exists, for track_all.  The probes are
+ * registered first, so a thread forked meanwhile is tracked by the fork
+ * probe (ts_track() is idempotent) and a thread freed meanwhile is
+ * released by the free probe: a thread still on the list under
+ * rcu_read_lock() has its sched_process_free callback still ahead of it.
+ */
+void ts_track_existing(void)
+{
+	struct task_struct *g, *t;
+
+	rcu_read_lock();
+	for_each_process_thread(g, t)
+		ts_track(t, 0, true);
+	rcu_read_unlock();
+}
+
+/*
+ * Copy what a reader shows about slot @idx.  Under ts_lock the slot's task
+ * cannot be freed (the free probe, which runs before the task_struct is
+ * put, waits for the lock), so its pid and comm can be read.  Returns
+ * false for a free slot or a task not visible in @ns.
+ */
+bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
+		  struct ts_view *v)
+{
+	struct task_struct *t;
+	unsigned long irqflags;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	t = ts_slots[idx].task;
+	if (t) {
+		v->tid = task_pid_nr_ns(t, ns);
+		v->tgid = task_tgid_nr_ns(t, ns);
+		v->word = ts_word_load(&ts_pub[idx].word);
+		memcpy(v->comm, t->comm, sizeof(v->comm));
+		v->comm[sizeof(v->comm) - 1] = '\0';
+	}
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	return t && v->tid;
+}
+
+unsigned int ts_slots_used(void)
+{
+	return READ_ONCE(ts_hwm);
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The tracked-thread table: a fixed number of slots allocated at load,
+ * found from a task through an RCU hash keyed by the task_struct pointer.
+ */
+#ifndef TASKSTATE_TABLE_H
+#define TASKSTATE_TABLE_H
+
+#include <linux/hash.h>
+#include <linux/rculist.h>
+#include <linux/sched.h>
+#include "word.h"
+
+/* The slot's task was tracked with its future threads and children. */
+#define TS_SLOT_INHERIT		0x1
+
+/*
+ * Kernel-private half of a slot.  The public half, the word and its
+ * owner's identity, lives at the same index in ts_pub[], a page-backed
+ * array that can later be mapped read-only into readers.
+ */
+struct ts_slot {
+	struct hlist_node node;		/* in ts_buckets[]; RCU readers */
+	struct task_struct *task;	/* owner, NULL while free */
+	unsigned int flags;		/* TS_SLOT_*, under ts_lock */
+	struct rcu_head rcu;		/* defers reuse past lockless readers */
+};
+
+struct ts_pub {
+	struct ts_word word;
+	u32 tid;			/* owner's tid in the initial pid ns */
+	u32 gen;			/* bumped each time the slot is reused */
+};
+
+extern struct ts_slot *ts_slots;
+extern struct ts_pub *ts_pub;
+extern struct hlist_head *ts_buckets;
+extern unsigned int ts_hash_bits;
+extern unsigned int ts_nr_slots;
+extern unsigned int ts_nr_tracked;
+extern atomic_long_t ts_nr_untracked;
+
+/*
+ * Lockless lookup, for the probes (preemption disabled) and readers
+ * (rcu_read_lock()).  A slot found here stays this task's until a grace
+ * period after it is released.
+ */
+static __always_inline struct ts_slot *ts_lookup(const struct task_struct *t)
+{
+	struct ts_slot *s;
+
+	hlist_for_each_entry_rcu(s, &ts_buckets[hash_ptr(t, ts_hash_bits)], node)
+		if (READ_ONCE(s->task) == t)
+			return s;
+	return NULL;
+}
+
+static __always_inline struct ts_word *ts_slot_word(const struct ts_slot *s)
+{
+	return &ts_pub[s - ts_slots].word;
+}
+
+/* Is anything tracked at all?  The probes' first test. */
+static __always_inline bool ts_active(void)
+{
+	return READ_ONCE(ts_nr_tracked) != 0;
+}
+
+int ts_table_init(unsigned int nr_slots);
+void ts_table_exit(void);
+int ts_track(struct task_struct *t, unsigned int flags, bool snapshot);
+bool ts_untrack(struct task_struct *t);
+void ts_track_existing(void);
+
+/* What a reader may print about one slot, copied under the table lock. */
+struct ts_view {
+	pid_t tid;
+	pid_t tgid;
+	u64 word;
+	char comm[TASK_COMM_LEN];
+};
+bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
+		  struct ts_view *v);
+unsigned int ts_slots_used(void);
+
+#endif /* TASKSTATE_TABLE_H */

@@ -1,0 +1,153 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot a Debian kernel under QEMU (TCG) with a busybox initramfs, run one
+# command inside, bring its exit status back, power off.
+#
+#   scripts/vm-run.sh [options] KVER OUTDIR SCRIPT
+#
+#   KVER    a Debian kernel release: 6.1.0-57-amd64, 6.1.0-57-rt-amd64,
+#           6.1.0-50-686 (the -686 ones boot with qemu-system-i386)
+#   OUTDIR  a host directory, shared writable with the guest at /results
+#   SCRIPT  a shell script run inside the guest.  amd64: in a chroot of the
+#           host root (read-only 9p), so every host program is there, with
+#           OUTDIR at /tmp/results.  686: in the initramfs (busybox), which
+#           cannot run the host's programs, with OUTDIR at /results: put
+#           static i386 programs into OUTDIR.  $TS_OUT names the writable
+#           directory in both.
+#
+# Options: --timeout SEC (default 600)  --append "ARGS" (kernel command line)
+#          --mem MB (default 1024)      --quiet (console log only in the file)
+#
+# The exit status is SCRIPT's.  It travels over its own channel, the file
+# OUTDIR/status: the host writes a pessimistic 130 before the boot and the
+# guest the real status after SCRIPT, so a guest that panics, hangs or dies
+# never reads as success.  Test boots use panic=-1 oops=panic
+# panic_on_warn=1, so a kernel BUG or WARN ends the guest at once.  The
+# console log is kept in OUTDIR/console.log and the guest's kernel log in
+# OUTDIR/dmesg.txt.  Exit 124 means the hard timeout fired.
+set -euo pipefail
+
+CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
+timeout=600 append="" mem=1024 quiet=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--timeout) timeout=$2; shift 2 ;;
+	--append) append=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--quiet) quiet=1; shift ;;
+	--) shift; break ;;
+	-*) echo "vm-run: unknown option $1" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+[ $# -eq 3 ] || { sed -n '4,20p' "$0" >&2; exit 2; }
+kver=$1 out=$2 script=$3
+
+case $kver in
+*-686*)
+	root=$CACHE/i386/linux-image-$kver
+	qemu=qemu-system-i386
+	busybox=$CACHE/i386/busybox-static/bin/busybox
+	chroot_host=0
+	;;
+*)
+	root=/
+	qemu=qemu-system-x86_64
+	busybox=/bin/busybox
+	chroot_host=1
+	;;
+esac
+vmlinuz=$root/boot/vmlinuz-$kver
+moddir=$root/lib/modules/$kver/kernel
+for f in "$vmlinuz" "$moddir" "$busybox" "$script"; do
+	[ -e "$f" ] || { echo "vm-run: missing $f (run make deps)" >&2; exit 2; }
+done
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -f "$out/status" "$out/console.log" "$out/dmesg.txt"
+echo 130 > "$out/status"
+cp "$script" "$out/cmd.sh"
+
+# The initramfs: busybox, the modules 9p needs, and /init.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work"/{bin,dev,proc,sys,mnt,results,lib/modules}
+cp "$busybox" "$work/bin/busybox"
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev \
+	 virtio_pci netfs fscache 9pnet 9pnet_virtio 9p; do
+	f=$(find "$moddir" -name "$m.ko*" | head -n1)
+	# Built in on some kernels, modules on others: absent is fine.
+	[ -n "$f" ] || continue
+	case $f in
+	*.xz) xz -dc "$f" > "$work/lib/modules/$m.ko" ;;
+	*.zst) zstd -qdc "$f" > "$work/lib/modules/$m.ko" ;;
+	*) cp "$f" "$work/lib/modules/$m.ko" ;;
+	esac
+	echo "$m" >> "$work/lib/modules/order"
+done
+
+cat > "$work/init" <<EOF
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for m in \$(cat /lib/modules/order); do insmod /lib/modules/\$m.ko; done
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 results /results
+echo 130 > /results/status
+if [ $chroot_host = 1 ]; then
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot /mnt
+	mount -t proc proc /mnt/proc
+	mount -t sysfs sys /mnt/sys
+	mount -t devtmpfs dev /mnt/dev
+	mkdir -p /mnt/dev/pts /mnt/dev/shm
+	mount -t devpts devpts /mnt/dev/pts
+	mount -t tmpfs tmp /mnt/dev/shm
+	mount -t tmpfs tmp /mnt/tmp
+	mount -t tmpfs run /mnt/run
+	mount -t debugfs debugfs /mnt/sys/kernel/debug
+	mount -t tracefs tracefs /mnt/sys/kernel/tracing
+	mount -t securityfs securityfs /mnt/sys/kernel/security
+	mkdir /mnt/tmp/results
+	mount --bind /results /mnt/tmp/results
+	TS_OUT=/tmp/results chroot /mnt /bin/sh -c 'cd /tmp && sh /tmp/results/cmd.sh' \
+		> /results/output.log 2>&1
+else
+	mount -t debugfs debugfs /sys/kernel/debug
+	mount -t tmpfs tmp /tmp
+	(cd /results && TS_OUT=/results sh /results/cmd.sh) > /results/output.log 2>&1
+fi
+rc=\$?
+dmesg > /results/dmesg.txt
+echo \$rc > /results/status
+sync
+poweroff -f
+EOF
+chmod +x "$work/init"
+(cd "$work" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd"
+
+fsdevs=(-fsdev "local,id=res,path=$out,security_model=none,multidevs=remap"
+	-device virtio-9p-pci,fsdev=res,mount_tag=results)
+if [ $chroot_host = 1 ]; then
+	fsdevs+=(-fsdev "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap"
+		 -device virtio-9p-pci,fsdev=root,mount_tag=hostroot)
+fi
+
+cmdline="console=ttyS0 quiet panic=-1 oops=panic panic_on_warn=1 $append"
+timeout -k 10 "$timeout" "$qemu" -accel tcg -nographic -no-reboot \
+	-m "$mem" -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd" \
+	-append "$cmdline" "${fsdevs[@]}" </dev/null >"$out/console.log" 2>&1 &
+qpid=$!
+[ $quiet = 1 ] || tail -n +1 -f --pid=$qpid "$out/console.log"
+rc=0
+wait $qpid || rc=$?
+if [ $rc = 124 ]; then
+	echo "vm-run: $kver: timed out after ${timeout}s" >&2
+	exit 124
+fi
+status=$(cat "$out/status" 2>/dev/null || echo 130)
+[ "$status" = 0 ] || echo "vm-run: $kver: guest status $status" >&2
+exit "$status"
