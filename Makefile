@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# taskstate: build, test, install.  The module itself is described by
+# Kbuild; this file only drives kbuild and the user-space parts.
+#
+#   make                 the module for the running kernel, and the tools
+#   make check           the VM test suite on every kernel in KERNELS
+#   make demo            boot a VM, load the module, show the table
+#   make bench           benchmarks, writes bench/REPORT.md
+#   make install         module (modules_install + depmod), header, library, CLI
+#   make deps            install the Debian packages all of this needs
+
+KERNELRELEASE ?= $(shell uname -r)
+KDIR ?= /lib/modules/$(KERNELRELEASE)/build
+KERNELS ?= amd64 rt-amd64 686
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+all: module tools
+
+module:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+tools:
+	$(MAKE) -C tools
+
+deps:
+	scripts/setup.sh
+
+check: deps
+	KERNELS="$(KERNELS)" scripts/check.sh
+
+demo: deps
+	scripts/demo.sh
+
+bench: deps
+	scripts/bench.sh
+
+install: module tools
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) modules_install
+	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KERNELRELEASE)
+	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+
+uninstall:
+	rm -f $(DESTDIR)/lib/modules/$(KERNELRELEASE)/updates/taskstate.ko \
+	      $(DESTDIR)/lib/modules/$(KERNELRELEASE)/extra/taskstate.ko
+	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KERNELRELEASE)
+	rm -f $(DESTDIR)$(PREFIX)/bin/taskstate \
+	      $(DESTDIR)$(PREFIX)/lib/libtaskstate.a \
+	      $(DESTDIR)$(PREFIX)/include/libtaskstate.h \
+	      $(DESTDIR)$(PREFIX)/include/linux/taskstate.h
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	$(MAKE) -C tools clean
+	rm -rf build
+
+.PHONY: all module tools deps check demo bench install uninstall clean

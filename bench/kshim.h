@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The few kernel names module/word.h uses, for user space.  Include this,
+ * then "word.h" (with -I<repo>/include for <uapi/linux/taskstate.h>).
+ *
+ * Only what word.h needs: u64, s64, bool, atomic64_t, READ_ONCE(),
+ * WRITE_ONCE(), IS_ENABLED(CONFIG_64BIT), atomic64_set(), atomic64_read(),
+ * atomic64_try_cmpxchg() and __always_inline.
+ */
+#ifndef TASKSTATE_BENCH_KSHIM_H
+#define TASKSTATE_BENCH_KSHIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/cdefs.h>		/* glibc's __always_inline, if it has one */
+
+typedef uint64_t u64;
+typedef int64_t s64;
+
+/*
+ * As in the kernel (x86-32 spells out __aligned(8) too): i386 aligns a
+ * 64-bit integer to 4 only, and a 64-bit atomic access is single-copy
+ * atomic only when it is naturally aligned.
+ */
+typedef struct {
+	s64 counter __attribute__((aligned(8)));
+} atomic64_t;
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((__always_inline__))
+#endif
+
+/* One access the compiler may neither split, merge, drop nor invent. */
+#define READ_ONCE(x)		(*(const volatile __typeof__(x) *)&(x))
+#define WRITE_ONCE(x, val)	(*(volatile __typeof__(x) *)&(x) = (val))
+
+/* CONFIG_64BIT is set iff this is an LP64 build, as for the kernel. */
+#ifdef __LP64__
+#define CONFIG_64BIT 1
+#endif
+
+/* include/linux/kconfig.h: IS_ENABLED(CONFIG_FOO) is 1 iff it is 1. */
+#define __ARG_PLACEHOLDER_1 0,
+#define __take_second_arg(__ignored, val, ...) val
+#define __is_defined(x)			___is_defined(x)
+#define ___is_defined(val)		____is_defined(__ARG_PLACEHOLDER_##val)
+#define ____is_defined(arg1_or_junk)	__take_second_arg(arg1_or_junk 1, 0)
+#define IS_ENABLED(option)		__is_defined(option)
+
+/*
+ * The kernel's atomic64 ops, with their orderings: set and read are
+ * relaxed but single-copy atomic (on i386 gcc does them with one 8-byte
+ * x87/SSE load or store, or cmpxchg8b, never two 32-bit accesses);
+ * try_cmpxchg is fully ordered and updates *old on failure.
+ */
+static __always_inline void atomic64_set(atomic64_t *v, s64 i)
+{
+	__atomic_store_n(&v->counter, i, __ATOMIC_RELAXED);
+}
+
+static __always_inline s64 atomic64_read(const atomic64_t *v)
+{
+	return __atomic_load_n(&v->counter, __ATOMIC_RELAXED);
+}
+
+static __always_inline bool atomic64_try_cmpxchg(atomic64_t *v, s64 *old,
+						 s64 new)
+{
+	return __atomic_compare_exchange_n(&v->counter, old, new, false,
+					   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+#endif /* TASKSTATE_BENCH_KSHIM_H */

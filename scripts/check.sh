@@ -1,0 +1,99 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make check`: for each kernel in $KERNELS, build taskstate against its
+# headers, boot it under QEMU, load the module, run the selftests, unload,
+# and check the kernel log.  Prints the TAP of every kernel and, last,
+# one line "N passed, N failed, N skipped".  Exits non-zero on any
+# failure, timeout or missing report.
+#
+#   KERNELS="amd64 rt-amd64 686" scripts/check.sh
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$top/build
+KERNELS=${KERNELS:-amd64 rt-amd64 686}
+VM_TIMEOUT=${VM_TIMEOUT:-1500}
+CROSS32=(CC=i686-linux-gnu-gcc EXTRA_LDFLAGS=-static)
+
+# What must never appear in a test boot's kernel log.
+BAD='BUG:|WARNING:|Oops|Kernel panic|Call Trace|general protection|'\
+'sleeping function called from invalid context|circular locking|'\
+'recursive locking|inconsistent lock state|lockdep|KASAN|UBSAN|'\
+'rcu: INFO|soft lockup|hung_task|blocked for more than'
+
+passed=0 failed=0 skipped=0
+fail() { echo "not ok - $*"; failed=$((failed + 1)); }
+
+count() {	# TAP file
+	local p f s
+	p=$(grep -E '^ok ' "$1" | grep -vc '# SKIP')
+	s=$(grep -E '^ok .*# SKIP' "$1" | grep -c .)
+	f=$(grep -cE '^not ok ' "$1")
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+}
+
+# The user-space side, once: native for the amd64 guests (which run the
+# host's programs), static i686 for the 686 guest and the -m32 ABI test.
+build_userspace() {
+	make -s -C "$top/tools" O="$build/bin64" all &&
+	make -s -C "$top/selftests/taskstate" O="$build/bin64" &&
+	make -s -C "$top/tools" O="$build/bin32" "${CROSS32[@]}" all &&
+	make -s -C "$top/selftests/taskstate" O="$build/bin32" "${CROSS32[@]}"
+}
+
+run_kernel() {	# flavour
+	local kver out res script start
+	kver=$("$top/scripts/kernels.sh" "$1") || { fail "$1: no kernel"; return; }
+	out=$build/$kver
+	res=$out/results
+	echo "# === $kver ==="
+	if ! TS_KBUILD_ARGS=W=1 "$top/scripts/build-module.sh" "$kver" "$out"; then
+		fail "$kver: module build"
+		return
+	fi
+	rm -rf "$res"
+	mkdir -p "$res"
+	script=$out/guest.sh
+	case $kver in
+	*-686*)
+		# No host programs in this guest: everything goes to the share.
+		cp -r "$build/bin32" "$res/bin"
+		cp "$out"/*.ko "$top/selftests/taskstate/run_vm.sh" "$res/"
+		cat > "$script" <<-EOF
+		TS_KO=/results/taskstate.ko TS_TORTURE_KO=/results/taskstate_torture.ko \
+		TS_BIN=/results/bin TS_OUT=/results sh /results/run_vm.sh
+		EOF
+		;;
+	*)
+		cat > "$script" <<-EOF
+		TS_KO=$out/taskstate.ko TS_TORTURE_KO=$out/taskstate_torture.ko \
+		TS_BIN=$build/bin64 TS_BIN32=$build/bin32 TS_OUT=\$TS_OUT \
+		sh $top/selftests/taskstate/run_vm.sh
+		EOF
+		;;
+	esac
+	start=$(date +%s)
+	"$top/scripts/vm-run.sh" --quiet --timeout "$VM_TIMEOUT" "$kver" "$res" "$script"
+	local rc=$?
+	cat "$res/output.log" 2>/dev/null
+	count "$res/output.log" 2>/dev/null
+	echo "# $kver: guest status $rc, $(( $(date +%s) - start )) s"
+	[ $rc = 0 ] || fail "$kver: guest did not finish (status $rc, see $res/console.log)"
+	if grep -hE "$BAD" "$res/dmesg.txt" "$res/console.log" 2>/dev/null; then
+		fail "$kver: kernel log clean"
+	else
+		echo "ok - $kver: kernel log clean"
+		passed=$((passed + 1))
+	fi
+}
+
+if build_userspace; then
+	for k in $KERNELS; do
+		run_kernel "$k"
+	done
+else
+	fail "user-space build"
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[ $failed = 0 ] && [ $passed -gt 0 ]

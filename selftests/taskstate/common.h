@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the taskstate selftests, on top of libtaskstate.
+ */
+#ifndef TASKSTATE_SELFTEST_COMMON_H
+#define TASKSTATE_SELFTEST_COMMON_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "libtaskstate.h"
+
+static inline pid_t ts_gettid(void)
+{
+	return syscall(SYS_gettid);
+}
+
+static inline void ts_sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* The word of @tid, or 0 (NONE) if the module does not know it. */
+static inline uint64_t ts_word_of(int fd, pid_t tid)
+{
+	struct taskstate_entry e = { .tid = (uint32_t)tid };
+
+	return ts_sample(fd, &e, 1) == 1 ? e.word : 0;
+}
+
+static inline unsigned int ts_state_of(int fd, pid_t tid)
+{
+	return taskstate_state(ts_word_of(fd, tid));
+}
+
+/*
+ * Poll until @tid is seen in @state; returns its word then, or 0 after
+ * @timeout_ms.  Polls every millisecond: states that last are what the
+ * tests provoke, so a poll cannot miss them.
+ */
+static inline uint64_t ts_wait_state(int fd, pid_t tid, unsigned int state,
+				     unsigned int timeout_ms)
+{
+	uint64_t end = ts_now_ns() + timeout_ms * 1000000ULL;
+
+	do {
+		uint64_t w = ts_word_of(fd, tid);
+
+		if (taskstate_state(w) == state)
+			return w;
+		ts_sleep_ms(1);
+	} while (ts_now_ns() < end);
+	return 0;
+}
+
+/* Pin the calling thread to one CPU. */
+static inline int ts_pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+#endif /* TASKSTATE_SELFTEST_COMMON_H */

@@ -1,0 +1,636 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Each state a program can provoke, the time in the word, the life cycle of
+ * tracked threads and pid reuse: provoke the real thing, then read the word.
+ *
+ * Works with track_all=1 and with track_all=0: the fixture tracks the test
+ * process with TASKSTATE_TRACK_PROCESS, so its threads and children are
+ * tracked in both modes.
+ */
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+#include "common.h"
+
+FIXTURE(ts) {
+	int fd;
+};
+
+FIXTURE_SETUP(ts)
+{
+	uint64_t nr;
+
+	self->fd = ts_open();
+	ASSERT_LE(0, self->fd) TH_LOG("open /dev/taskstate: %s",
+				      strerror(-self->fd));
+	/* The harness runs each test in a child: track it and its children. */
+	ASSERT_EQ(0, ts_track(self->fd, getpid(), true, &nr));
+	ASSERT_LE(1, nr);
+}
+
+FIXTURE_TEARDOWN(ts)
+{
+	ts_close(self->fd);
+}
+
+static atomic_int stop;
+
+struct tid_thread {
+	pthread_t thread;
+	pid_t tid;
+	void *(*fn)(struct tid_thread *);
+	int cpu;		/* spin(): pin to this CPU if >= 0 */
+	int pipe[2];		/* read_pipe() */
+	uint32_t futex;		/* wait_futex() */
+};
+
+static void *tid_thread_main(void *arg)
+{
+	struct tid_thread *t = arg;
+
+	__atomic_store_n(&t->tid, ts_gettid(), __ATOMIC_RELEASE);
+	return t->fn(t);
+}
+
+/* Start @fn in a thread and return once its tid is known. */
+static pid_t start_thread(struct tid_thread *t,
+			  void *(*fn)(struct tid_thread *))
+{
+	t->fn = fn;
+	t->tid = 0;
+	if (pthread_create(&t->thread, NULL, tid_thread_main, t))
+		return -1;
+	while (!__atomic_load_n(&t->tid, __ATOMIC_ACQUIRE))
+		sched_yield();
+	return t->tid;
+}
+
+static void *spin(struct tid_thread *t)
+{
+	if (t->cpu >= 0)
+		ts_pin(t->cpu);
+	while (!atomic_load_explicit(&stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+/* Sample @n threads every 2 ms for @samples rounds, counting states. */
+static void count_states(int fd, struct tid_thread *t, int n, int samples,
+			 int seen[][TASKSTATE_NR_STATES])
+{
+	int i, j;
+
+	for (i = 0; i < samples; i++) {
+		for (j = 0; j < n; j++)
+			seen[j][ts_state_of(fd, t[j].tid)]++;
+		ts_sleep_ms(2);
+	}
+}
+
+/* RUNNING: a spinning thread is seen on a CPU, never asleep. */
+TEST_F(ts, running)
+{
+	int seen[1][TASKSTATE_NR_STATES] = { { 0 } };
+	struct tid_thread t = { .cpu = -1 };
+
+	stop = 0;
+	ASSERT_LT(0, start_thread(&t, spin));
+	count_states(self->fd, &t, 1, 200, seen);
+	stop = 1;
+	pthread_join(t.thread, NULL);
+	EXPECT_LT(0, seen[0][TASKSTATE_RUNNING]);
+	EXPECT_EQ(0, seen[0][TASKSTATE_NONE]);
+	EXPECT_EQ(0, seen[0][TASKSTATE_SLEEPING]);
+	EXPECT_EQ(0, seen[0][TASKSTATE_BLOCKED]);
+	EXPECT_EQ(0, seen[0][TASKSTATE_DEAD]);
+}
+
+/* RUNNABLE: two spinners sharing one CPU each wait for it at times. */
+TEST_F(ts, runnable)
+{
+	int seen[2][TASKSTATE_NR_STATES] = { { 0 } };
+	struct tid_thread t[2] = { { .cpu = 0 }, { .cpu = 0 } };
+	int j;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs two CPUs: the sampler must not share one");
+	ASSERT_EQ(0, ts_pin(1));
+	stop = 0;
+	for (j = 0; j < 2; j++)
+		ASSERT_LT(0, start_thread(&t[j], spin));
+	count_states(self->fd, t, 2, 300, seen);
+	stop = 1;
+	for (j = 0; j < 2; j++) {
+		pthread_join(t[j].thread, NULL);
+		EXPECT_LT(0, seen[j][TASKSTATE_RUNNABLE]);
+		EXPECT_LT(0, seen[j][TASKSTATE_RUNNING]);
+		EXPECT_EQ(0, seen[j][TASKSTATE_SLEEPING]);
+		EXPECT_EQ(0, seen[j][TASKSTATE_BLOCKED]);
+	}
+}
+
+static void *wait_futex(struct tid_thread *t)
+{
+	while (!__atomic_load_n(&t->futex, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, &t->futex, FUTEX_WAIT, 0, NULL, NULL, 0);
+	return NULL;
+}
+
+static void wake_futex(struct tid_thread *t)
+{
+	__atomic_store_n(&t->futex, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &t->futex, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static void *sleep_long(struct tid_thread *t)
+{
+	(void)t;
+	ts_sleep_ms(3000);
+	return NULL;
+}
+
+static void *read_pipe(struct tid_thread *t)
+{
+	char c;
+
+	return (void *)(long)read(t->pipe[0], &c, 1);
+}
+
+/* SLEEPING: futex wait, nanosleep and a read on an empty pipe. */
+TEST_F(ts, sleeping_futex)
+{
+	struct tid_thread t = { .futex = 0 };
+	pid_t tid = start_thread(&t, wait_futex);
+
+	ASSERT_LT(0, tid);
+	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 2000));
+	wake_futex(&t);
+	pthread_join(t.thread, NULL);
+}
+
+TEST_F(ts, sleeping_nanosleep)
+{
+	struct tid_thread t;
+	pid_t tid = start_thread(&t, sleep_long);
+
+	ASSERT_LT(0, tid);
+	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 2000));
+	pthread_join(t.thread, NULL);
+}
+
+TEST_F(ts, sleeping_pipe)
+{
+	struct tid_thread t;
+	pid_t tid;
+
+	ASSERT_EQ(0, pipe(t.pipe));
+	tid = start_thread(&t, read_pipe);
+	ASSERT_LT(0, tid);
+	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 2000));
+	ASSERT_EQ(1, write(t.pipe[1], "x", 1));
+	pthread_join(t.thread, NULL);
+	close(t.pipe[0]);
+	close(t.pipe[1]);
+}
+
+/*
+ * BLOCKED: a vfork parent waits for its child in an uninterruptible
+ * (killable) wait, wait_for_vfork_done().  The vforking thread is
+ * blocked; the test's main thread watches it.
+ */
+static void *vfork_and_wait(struct tid_thread *t)
+{
+	pid_t pid;
+
+	(void)t;
+	pid = vfork();
+	if (pid == 0) {
+		struct timespec ts = { 0, 800 * 1000000L };
+
+		nanosleep(&ts, NULL);
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return NULL;
+}
+
+TEST_F(ts, blocked_vfork)
+{
+	struct tid_thread t;
+	pid_t tid = start_thread(&t, vfork_and_wait);
+
+	ASSERT_LT(0, tid);
+	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_BLOCKED, 700));
+	pthread_join(t.thread, NULL);
+}
+
+static pid_t fork_sleeper(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		ts_sleep_ms(10000);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* STOPPED: SIGSTOP; and SIGCONT ends it. */
+TEST_F(ts, stopped)
+{
+	pid_t pid = fork_sleeper();
+	int status;
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, kill(pid, SIGSTOP));
+	ASSERT_EQ(pid, waitpid(pid, &status, WUNTRACED));
+	ASSERT_TRUE(WIFSTOPPED(status));
+	EXPECT_EQ(TASKSTATE_STOPPED, ts_state_of(self->fd, pid));
+	ASSERT_EQ(0, kill(pid, SIGCONT));
+	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_SLEEPING, 2000));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* TRACED: a ptrace stop (the tracee's signal-delivery stop). */
+TEST_F(ts, traced)
+{
+	pid_t pid = fork_sleeper();
+	int status;
+
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, ptrace(PTRACE_SEIZE, pid, NULL, NULL));
+	ASSERT_EQ(0, ptrace(PTRACE_INTERRUPT, pid, NULL, NULL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSTOPPED(status));
+	EXPECT_EQ(TASKSTATE_TRACED, ts_state_of(self->fd, pid));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* DEAD: an unreaped zombie child. */
+TEST_F(ts, dead_zombie)
+{
+	siginfo_t si;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	ASSERT_LT(0, pid);
+	/* Wait for the exit without reaping it. */
+	ASSERT_EQ(0, waitid(P_PID, pid, &si, WEXITED | WNOWAIT));
+	EXPECT_EQ(TASKSTATE_DEAD, ts_state_of(self->fd, pid));
+	waitpid(pid, NULL, 0);
+	EXPECT_EQ(0, ts_word_of(self->fd, pid));
+}
+
+/* DEAD: a thread group leader that exited while another thread runs on. */
+static void *linger(void *arg)
+{
+	(void)arg;
+	ts_sleep_ms(1500);
+	return NULL;
+}
+
+TEST_F(ts, dead_leader_of_live_process)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		pthread_t th;
+
+		pthread_create(&th, NULL, linger, NULL);
+		pthread_exit(NULL);
+	}
+	ASSERT_LT(0, pid);
+	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_DEAD, 1000));
+	waitpid(pid, NULL, 0);
+}
+
+/* Time: SINCE_NS never in the future, never backwards, for any thread. */
+static void *sleep_spin_loop(struct tid_thread *t)
+{
+	(void)t;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		uint64_t end = ts_now_ns() + 500000;
+
+		while (ts_now_ns() < end)
+			;
+		ts_sleep_ms(1);
+	}
+	return NULL;
+}
+
+TEST_F(ts, since_never_future_never_backwards)
+{
+	struct tid_thread t[4];
+	uint64_t last_since[4] = { 0 };
+	int changes = 0, i, j, k;
+
+	stop = 0;
+	for (j = 0; j < 4; j++)
+		ASSERT_LT(0, start_thread(&t[j], sleep_spin_loop));
+	for (i = 0; i < 300; i++) {
+		struct taskstate_entry e[4];
+		uint64_t now;
+
+		for (j = 0; j < 4; j++)
+			e[j].tid = t[j].tid;
+		ASSERT_EQ(4, ts_sample(self->fd, e, 4));
+		now = ts_now_ns();
+		for (k = 0; k < 4; k++) {
+			uint64_t since = taskstate_since_ns(e[k].word);
+
+			ASSERT_LE(since, now) TH_LOG("tid %d", e[k].tid);
+			ASSERT_LE(last_since[k], since) TH_LOG("tid %d",
+							       e[k].tid);
+			changes += since != last_since[k];
+			last_since[k] = since;
+		}
+		ts_sleep_ms(2);
+	}
+	stop = 1;
+	for (j = 0; j < 4; j++)
+		pthread_join(t[j].thread, NULL);
+	/* The workload changed state all along: the check had material. */
+	EXPECT_LT(100, changes);
+}
+
+/* Time: a thread asleep for 300 ms keeps one SINCE_NS; its age grows. */
+static void *sleep_300ms(struct tid_thread *t)
+{
+	(void)t;
+	ts_sleep_ms(300);
+	return NULL;
+}
+
+TEST_F(ts, since_stays_while_state_does)
+{
+	struct tid_thread t;
+	uint64_t w0, w = 0, now0, now = 0;
+	int samples = 0;
+
+	ASSERT_LT(0, start_thread(&t, sleep_300ms));
+	w0 = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 100);
+	now0 = ts_now_ns();
+	ASSERT_NE(0, w0);
+	/* Until shortly before it wakes, the word does not move. */
+	while (ts_now_ns() - now0 < 200000000ULL) {
+		ts_sleep_ms(20);
+		w = ts_word_of(self->fd, t.tid);
+		now = ts_now_ns();
+		ASSERT_EQ(w0, w);
+		samples++;
+	}
+	EXPECT_LE(taskstate_age_ns(w0, now0) + 200000000ULL,
+		  taskstate_age_ns(w, now));
+	EXPECT_LE(5, samples);
+	pthread_join(t.thread, NULL);
+}
+
+/* Life cycle: the new threads and children of a tracked process appear. */
+TEST_F(ts, new_threads_and_children_appear)
+{
+	struct tid_thread t;
+	int status;
+	pid_t pid;
+
+	ASSERT_LT(0, start_thread(&t, sleep_300ms));
+	EXPECT_NE(0, ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 200));
+	pid = fork();
+	if (pid == 0) {
+		/* A grandchild too. */
+		pid_t gc = fork_sleeper();
+		int fd = ts_open();
+		bool ok = gc > 0 && fd >= 0 &&
+			  ts_wait_state(fd, gc, TASKSTATE_SLEEPING, 2000);
+
+		kill(gc, SIGKILL);
+		_exit(ok ? 0 : 1);
+	}
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("grandchild not tracked");
+	pthread_join(t.thread, NULL);
+}
+
+/* Life cycle: a freed thread disappears. */
+static void *linger_0(void *arg)
+{
+	return arg;
+}
+
+static void *exit_now(struct tid_thread *t)
+{
+	(void)t;
+	return NULL;
+}
+
+TEST_F(ts, freed_threads_disappear)
+{
+	struct tid_thread t;
+	uint64_t end;
+
+	ASSERT_LT(0, start_thread(&t, exit_now));
+	pthread_join(t.thread, NULL);
+	/* Freed a grace period or two after it exits. */
+	end = ts_now_ns() + 2000000000ULL;
+	while (ts_word_of(self->fd, t.tid) && ts_now_ns() < end)
+		ts_sleep_ms(5);
+	EXPECT_EQ(0, ts_word_of(self->fd, t.tid));
+}
+
+static uint32_t count_own_threads(int fd)
+{
+	struct taskstate_entry *e;
+	uint32_t n = 0;
+
+	if (ts_list(fd, getpid(), &e, &n) < 0)
+		return UINT32_MAX;
+	free(e);
+	return n;
+}
+
+/* Life cycle: after 10,000 short-lived threads occupancy is back. */
+TEST_F(ts, occupancy_back_after_10000_threads)
+{
+	struct taskstate_info before, after;
+	uint32_t own_before, own;
+	pthread_t th[16];
+	uint64_t end;
+	int i, j;
+
+	ASSERT_EQ(0, ts_info(self->fd, &before));
+	own_before = count_own_threads(self->fd);
+	ASSERT_EQ(1, own_before);
+	for (i = 0; i < 10000; i += 16) {
+		for (j = 0; j < 16; j++)
+			ASSERT_EQ(0, pthread_create(&th[j], NULL, linger_0,
+						    NULL));
+		for (j = 0; j < 16; j++)
+			pthread_join(th[j], NULL);
+	}
+	end = ts_now_ns() + 5000000000ULL;
+	do {
+		own = count_own_threads(self->fd);
+		ASSERT_EQ(0, ts_info(self->fd, &after));
+		if (own == own_before &&
+		    after.nr_tracked <= before.nr_tracked)
+			break;
+		ts_sleep_ms(20);
+	} while (ts_now_ns() < end);
+	EXPECT_EQ(own_before, own);
+	/*
+	 * The rest of the system may have started a kernel worker or two
+	 * meanwhile; 10,000 leaked slots would not hide in that.
+	 */
+	EXPECT_GE(before.nr_tracked + 8, after.nr_tracked);
+	EXPECT_EQ(before.nr_untracked, after.nr_untracked);
+}
+
+/*
+ * Pid reuse: a new thread that gets the tid of a thread just released,
+ * whose slot may still wait for sched_process_free, shows its own word,
+ * and keeps it once the old one is freed.
+ */
+static int set_last_pid(pid_t pid)
+{
+	char buf[16];
+	int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY);
+	int n, ret;
+
+	if (fd < 0)
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "%d", pid);
+	ret = write(fd, buf, n) == n ? 0 : -errno;
+	close(fd);
+	return ret;
+}
+
+static bool task_exists(pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
+	return access(path, F_OK) == 0;
+}
+
+TEST_F(ts, pid_reuse_never_shows_old_word)
+{
+	struct tid_thread a = { .futex = 0 }, b = { .cpu = -1 };
+	struct taskstate_entry *e;
+	uint64_t wa, wb, t0;
+	uint32_t n, i, hits = 0;
+	int tries;
+
+	for (tries = 0; tries < 20; tries++) {
+		ASSERT_LT(0, start_thread(&a, wait_futex));
+		wa = ts_wait_state(self->fd, a.tid, TASKSTATE_SLEEPING, 1000);
+		ASSERT_NE(0, wa);
+		wake_futex(&a);
+		pthread_join(a.thread, NULL);
+		while (task_exists(a.tid))
+			sched_yield();
+		/* Right away, before the old task is freed. */
+		ASSERT_EQ(0, set_last_pid(a.tid - 1));
+		t0 = ts_now_ns();
+		stop = 0;
+		ASSERT_LT(0, start_thread(&b, spin));
+		if (b.tid == a.tid)
+			break;
+		stop = 1;
+		pthread_join(b.thread, NULL);
+		a.futex = 0;
+	}
+	ASSERT_EQ(a.tid, b.tid) TH_LOG("could not get tid %d again", a.tid);
+	wb = ts_word_of(self->fd, b.tid);
+	EXPECT_NE(wa, wb);
+	EXPECT_LE(t0, taskstate_since_ns(wb));
+	EXPECT_NE(TASKSTATE_SLEEPING, taskstate_state(wb));
+	/* Once the old task is surely freed, the new one is still there. */
+	ts_sleep_ms(200);
+	wb = ts_word_of(self->fd, b.tid);
+	EXPECT_LE(t0, taskstate_since_ns(wb));
+	EXPECT_NE(TASKSTATE_NONE, taskstate_state(wb));
+	ASSERT_LE(0, ts_list(self->fd, getpid(), &e, &n));
+	for (i = 0; i < n; i++)
+		hits += e[i].tid == (uint32_t)b.tid;
+	free(e);
+	EXPECT_EQ(1, hits);
+	stop = 1;
+	pthread_join(b.thread, NULL);
+}
+
+/*
+ * The debugfs table: a header naming the columns, one well-formed line
+ * per thread, agreeing with the ioctl; and it cannot be written.
+ */
+TEST_F(ts, debugfs_table)
+{
+	char line[256], state[16], comm[32], hdr[6][16];
+	struct tid_thread t = { .futex = 0 };
+	unsigned long long since, age;
+	int tid, tgid, found = 0, lines = 0;
+	uint64_t w;
+	FILE *f;
+
+	ASSERT_LT(0, start_thread(&t, wait_futex));
+	pthread_setname_np(t.thread, "ts-debugfs");
+	w = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 1000);
+	ASSERT_NE(0, w);
+	f = fopen("/sys/kernel/debug/taskstate", "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(line, sizeof(line), f));
+	ASSERT_EQ(6, sscanf(line, "%15s %15s %15s %15s %15s %15s", hdr[0],
+			    hdr[1], hdr[2], hdr[3], hdr[4], hdr[5]));
+	EXPECT_STREQ("TID", hdr[0]);
+	EXPECT_STREQ("TGID", hdr[1]);
+	EXPECT_STREQ("STATE", hdr[2]);
+	EXPECT_STREQ("SINCE_NS", hdr[3]);
+	EXPECT_STREQ("AGE_NS", hdr[4]);
+	EXPECT_STREQ("COMM", hdr[5]);
+	while (fgets(line, sizeof(line), f)) {
+		lines++;
+		ASSERT_EQ(6, sscanf(line, "%d %d %15s %llu %llu %31s", &tid,
+				    &tgid, state, &since, &age, comm))
+			TH_LOG("bad line: %s", line);
+		ASSERT_LE(0, ts_state_from_name(state)) TH_LOG("%s", line);
+		if (tid != t.tid)
+			continue;
+		found++;
+		EXPECT_EQ(getpid(), tgid);
+		EXPECT_STREQ("SLEEPING", state);
+		EXPECT_EQ(taskstate_since_ns(w), since);
+		EXPECT_STREQ("ts-debugfs", comm);
+	}
+	fclose(f);
+	EXPECT_EQ(1, found);
+	EXPECT_LT(1, lines);
+	wake_futex(&t);
+	pthread_join(t.thread, NULL);
+}
+
+TEST(debugfs_read_only)
+{
+	struct stat st;
+	int fd;
+
+	ASSERT_EQ(0, stat("/sys/kernel/debug/taskstate", &st));
+	EXPECT_EQ(0400, st.st_mode & 07777);
+	/* root may open it for writing (DAC override); no write succeeds. */
+	fd = open("/sys/kernel/debug/taskstate", O_WRONLY);
+	if (fd >= 0) {
+		EXPECT_EQ(-1, write(fd, "x", 1));
+		close(fd);
+	}
+}
+
+TEST_HARNESS_MAIN
