@@ -5,7 +5,7 @@
  *
  * Only what word.h needs: u64, s64, bool, atomic64_t, READ_ONCE(),
  * WRITE_ONCE(), IS_ENABLED(CONFIG_64BIT), atomic64_set(), atomic64_read(),
- * atomic64_try_cmpxchg() and __always_inline.
+ * atomic64_xchg(), atomic64_try_cmpxchg() and __always_inline.
  */
 #ifndef TASKSTATE_BENCH_KSHIM_H
 #define TASKSTATE_BENCH_KSHIM_H
@@ -61,6 +61,12 @@ static __always_inline void atomic64_set(atomic64_t *v, s64 i)
 static __always_inline s64 atomic64_read(const atomic64_t *v)
 {
 	return __atomic_load_n(&v->counter, __ATOMIC_RELAXED);
+}
+
+/* Fully ordered exchange: xchg on x86. */
+static __always_inline s64 atomic64_xchg(atomic64_t *v, s64 i)
+{
+	return __atomic_exchange_n(&v->counter, i, __ATOMIC_SEQ_CST);
 }
 
 static __always_inline bool atomic64_try_cmpxchg(atomic64_t *v, s64 *old,

@@ -43,6 +43,7 @@ static int __init taskstate_init(void)
 		goto out_table;
 	if (track_all)
 		ts_track_existing();
+	ts_bench_probe();
 	ts_debugfs_init();
 	ret = ts_dev_init(track_all);
 	if (ret)

@@ -220,3 +220,52 @@ void ts_probes_unregister(void)
 					    NULL);
 	tracepoint_synchronize_unregister();
 }
+
+#ifdef TS_BENCH
+/*
+ * Bench builds only (`make bench`): at load, time bench_iters calls of the
+ * sched_switch probe body, with both tasks tracked (two words written per
+ * call, as in a real switch between tracked threads) and with neither
+ * tracked (the lookup misses), against a bare clock read and an empty
+ * loop.  Preemption is off so no real switch interleaves.
+ */
+#include <linux/moduleparam.h>
+#include <linux/sched/task.h>
+
+static unsigned int bench_iters;
+module_param(bench_iters, uint, 0444);
+MODULE_PARM_DESC(bench_iters, "Bench build: probe body calls to time at load (0: none)");
+
+static unsigned long bench_ns[4];
+static unsigned int bench_nr = ARRAY_SIZE(bench_ns);
+module_param_array(bench_ns, ulong, &bench_nr, 0444);
+MODULE_PARM_DESC(bench_ns, "Bench build, result: ns for bench_iters of: empty loop, clock read, probe (tracked), probe (untracked)");
+
+void ts_bench_probe(void)
+{
+	struct task_struct *idle = &init_task;	/* never in the table */
+	unsigned int i, n = bench_iters;
+	u64 t[5], sink = 0;
+
+	if (!n || !ts_lookup(current))
+		return;
+	preempt_disable();
+	t[0] = ktime_get_ns();
+	for (i = 0; i < n; i++)
+		barrier();
+	t[1] = ktime_get_ns();
+	for (i = 0; i < n; i++)
+		sink += ktime_get_boot_fast_ns();
+	t[2] = ktime_get_ns();
+	for (i = 0; i < n; i++)
+		ts_probe_switch(NULL, true, current, current, TASK_RUNNING);
+	t[3] = ktime_get_ns();
+	for (i = 0; i < n; i++)
+		ts_probe_switch(NULL, true, idle, idle, TASK_RUNNING);
+	t[4] = ktime_get_ns();
+	preempt_enable();
+	for (i = 0; i < ARRAY_SIZE(bench_ns); i++)
+		bench_ns[i] = t[i + 1] - t[i];
+	pr_info("bench: %u iterations, sink %llu\n", n, sink & 1);
+}
+#endif

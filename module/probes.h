@@ -7,4 +7,12 @@
 int ts_probes_register(bool track_all);
 void ts_probes_unregister(void);
 
+#ifdef TS_BENCH
+void ts_bench_probe(void);
+#else
+static inline void ts_bench_probe(void)
+{
+}
+#endif
+
 #endif /* TASKSTATE_PROBES_H */

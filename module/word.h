@@ -22,10 +22,25 @@
 #include <linux/atomic.h>
 #include <linux/compiler.h>
 #include <linux/kconfig.h>
+#include <linux/seqlock.h>
 #include <linux/types.h>
 #endif
 #include <uapi/linux/taskstate.h>
 
+/*
+ * TS_WRITE_SCHEME selects the write path at compile time, for the
+ * benchmark only (bench/, `make bench`); the product is scheme 0.
+ *   0  the packed word, plain store (WRITE_ONCE; atomic64_set on 32-bit)
+ *   1  the packed word, fully ordered atomic store (atomic64_xchg).
+ *      atomic64_set() would not do: on x86-64 it is the same plain store.
+ *   2  state and time as two fields under a seqcount, the design the
+ *      packed word replaces.
+ */
+#ifndef TS_WRITE_SCHEME
+#define TS_WRITE_SCHEME 0
+#endif
+
+#if TS_WRITE_SCHEME != 2
 struct ts_word {
 	atomic64_t v;
 };
@@ -33,7 +48,9 @@ struct ts_word {
 /* The "store relaxed": the only way the module writes a live word. */
 static __always_inline void ts_word_store(struct ts_word *w, u64 word)
 {
-	if (IS_ENABLED(CONFIG_64BIT))
+	if (TS_WRITE_SCHEME == 1)
+		atomic64_xchg(&w->v, (s64)word);
+	else if (IS_ENABLED(CONFIG_64BIT))
 		WRITE_ONCE(w->v.counter, (s64)word);
 	else
 		atomic64_set(&w->v, (s64)word);
@@ -58,5 +75,44 @@ static inline bool ts_word_init(struct ts_word *w, u64 word)
 
 	return atomic64_try_cmpxchg(&w->v, &empty, (s64)word);
 }
+
+#else /* TS_WRITE_SCHEME == 2: benchmark baseline only */
+struct ts_word {
+	seqcount_t seq;
+	unsigned int state;
+	u64 time;
+};
+
+static __always_inline void ts_word_store(struct ts_word *w, u64 word)
+{
+	raw_write_seqcount_begin(&w->seq);
+	WRITE_ONCE(w->state, taskstate_state(word));
+	WRITE_ONCE(w->time, taskstate_since_ns(word));
+	raw_write_seqcount_end(&w->seq);
+}
+
+static __always_inline u64 ts_word_load(const struct ts_word *w)
+{
+	unsigned int seq, state;
+	u64 time;
+
+	do {
+		seq = raw_read_seqcount_begin(&w->seq);
+		state = READ_ONCE(w->state);
+		time = READ_ONCE(w->time);
+	} while (read_seqcount_retry(&w->seq, seq));
+	return taskstate_pack(state, time);
+}
+
+/*
+ * A seqcount allows one writer only: a snapshot racing a probe could
+ * leave the count odd and readers spinning.  The benchmark does not need
+ * snapshots; the word stays NONE until the thread's first event.
+ */
+static inline bool ts_word_init(struct ts_word *w, u64 word)
+{
+	return false;
+}
+#endif
 
 #endif /* TASKSTATE_WORD_H */
