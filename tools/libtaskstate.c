@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: LGPL-2.1 OR GPL-2.0
+/*
+ * libtaskstate: see libtaskstate.h.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libtaskstate.h"
+
+/* The structs must match the first ABI version on every architecture. */
+_Static_assert(sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER0,
+	       "taskstate_info size");
+_Static_assert(sizeof(struct taskstate_track) == TASKSTATE_TRACK_SIZE_VER0,
+	       "taskstate_track size");
+_Static_assert(sizeof(struct taskstate_sample) == TASKSTATE_SAMPLE_SIZE_VER0,
+	       "taskstate_sample size");
+_Static_assert(sizeof(struct taskstate_list) == TASKSTATE_LIST_SIZE_VER0,
+	       "taskstate_list size");
+_Static_assert(sizeof(struct taskstate_entry) == 16, "taskstate_entry size");
+
+/* ts_list(): first buffer, and how many times it may grow. */
+#define LIST_FIRST_COUNT	256
+#define LIST_TRIES		4
+
+const char *ts_dev_path(void)
+{
+	const char *path = getenv("TASKSTATE_DEV");
+
+	return path && *path ? path : TS_DEV_PATH;
+}
+
+int ts_open(void)
+{
+	int fd = open(ts_dev_path(), O_RDONLY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+void ts_close(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+int ts_info(int fd, struct taskstate_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	return ioctl(fd, TASKSTATE_IOC_INFO, info) < 0 ? -errno : 0;
+}
+
+static int track_ioctl(int fd, unsigned long cmd, unsigned int id,
+		       bool process, uint64_t *nr_threads)
+{
+	struct taskstate_track t = {
+		.size = sizeof(t),
+		.flags = process ? TASKSTATE_TRACK_PROCESS : 0,
+		.id = id,
+	};
+
+	if (ioctl(fd, cmd, &t) < 0)
+		return -errno;
+	if (nr_threads)
+		*nr_threads = t.nr_threads;
+	return 0;
+}
+
+int ts_track(int fd, unsigned int id, bool process, uint64_t *nr_threads)
+{
+	return track_ioctl(fd, TASKSTATE_IOC_TRACK, id, process, nr_threads);
+}
+
+int ts_untrack(int fd, unsigned int id, bool process, uint64_t *nr_threads)
+{
+	return track_ioctl(fd, TASKSTATE_IOC_UNTRACK, id, process, nr_threads);
+}
+
+int ts_sample(int fd, struct taskstate_entry *e, uint32_t n)
+{
+	uint32_t done, chunk;
+	int ret, found = 0;
+
+	if (n > INT_MAX)
+		return -EINVAL;
+	for (done = 0; done < n; done += chunk) {
+		struct taskstate_sample s = {
+			.size = sizeof(s),
+			.entries = (uintptr_t)(e + done),
+		};
+
+		chunk = n - done;
+		if (chunk > TASKSTATE_BATCH_MAX)
+			chunk = TASKSTATE_BATCH_MAX;
+		s.count = chunk;
+		ret = ioctl(fd, TASKSTATE_IOC_SAMPLE, &s);
+		if (ret < 0)
+			return -errno;
+		found += ret;
+	}
+	return found;
+}
+
+int ts_list(int fd, unsigned int pid, struct taskstate_entry **out,
+	    uint32_t *n)
+{
+	struct taskstate_entry *buf = NULL, *tmp;
+	uint32_t count = LIST_FIRST_COUNT;
+	int tries, ret, err;
+
+	for (tries = 1; ; tries++) {
+		struct taskstate_list l = {
+			.size = sizeof(l),
+			.pid = pid,
+			.count = count,
+		};
+
+		tmp = realloc(buf, count * sizeof(*buf));
+		if (!tmp) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = tmp;
+		l.entries = (uintptr_t)buf;
+		ret = ioctl(fd, TASKSTATE_IOC_LIST, &l);
+		if (ret < 0) {
+			err = -errno;
+			free(buf);
+			return err;
+		}
+		if (l.total <= count || count == TASKSTATE_BATCH_MAX ||
+		    tries == LIST_TRIES) {
+			*out = buf;
+			*n = ret;
+			return l.total > INT_MAX ? INT_MAX : (int)l.total;
+		}
+		/* Room for threads that appear before the next call. */
+		count = l.total + l.total / 8 + 16;
+		if (count > TASKSTATE_BATCH_MAX || count < l.total)
+			count = TASKSTATE_BATCH_MAX;
+	}
+}
+
+uint64_t ts_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+const char *ts_state_name(unsigned int state)
+{
+	return taskstate_state_name(state);
+}
+
+int ts_state_from_name(const char *name)
+{
+	unsigned int state;
+
+	for (state = 0; state < TASKSTATE_NR_STATES; state++)
+		if (!strcasecmp(name, taskstate_state_name(state)))
+			return state;
+	return -EINVAL;
+}
+
+void ts_decode(uint64_t word, uint64_t now_ns, struct ts_decoded *d)
+{
+	d->state = taskstate_state(word);
+	d->since_ns = taskstate_since_ns(word);
+	d->age_ns = taskstate_age_ns(word, now_ns);
+}
+
+int ts_comm(unsigned int tid, char *buf, size_t len)
+{
+	char path[32];
+	ssize_t n;
+	int fd, err;
+
+	if (!len)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%u/comm", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	err = errno;
+	close(fd);
+	if (n < 0)
+		return -err;
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+	return n;
+}

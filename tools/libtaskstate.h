@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR GPL-2.0 */
+/*
+ * libtaskstate: the ioctls of /dev/taskstate as plain C functions.
+ *
+ * Every function that can fail returns a non-negative value on success and
+ * -errno on failure; none prints or exits.  Build with the uapi header on
+ * the include path (<linux/taskstate.h>, i.e. -I<tree>/include/uapi).
+ */
+#ifndef LIBTASKSTATE_H
+#define LIBTASKSTATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/taskstate.h>
+
+#define TS_DEV_PATH	"/dev/taskstate"
+
+/* The device path: $TASKSTATE_DEV if set and not empty, else TS_DEV_PATH. */
+const char *ts_dev_path(void);
+
+/* Open ts_dev_path() read-only, close-on-exec; returns the fd. */
+int ts_open(void);
+void ts_close(int fd);
+
+/* TASKSTATE_IOC_INFO into *info (size and flags set here). */
+int ts_info(int fd, struct taskstate_info *info);
+
+/*
+ * Start or stop tracking thread id, or with process the whole process id
+ * (its threads, future threads and children).  *nr_threads, if not NULL,
+ * gets how many threads the call changed.
+ */
+int ts_track(int fd, unsigned int id, bool process, uint64_t *nr_threads);
+int ts_untrack(int fd, unsigned int id, bool process, uint64_t *nr_threads);
+
+/*
+ * Fill tgid and word of e[0..n-1] from their tid, in batches of at most
+ * TASKSTATE_BATCH_MAX.  Unknown threads get tgid 0 and word 0 (NONE).
+ * Returns how many were found; n must be at most INT_MAX.
+ */
+int ts_sample(int fd, struct taskstate_entry *e, uint32_t n);
+
+/*
+ * All tracked threads visible to the caller, or only process pid's when
+ * pid is not 0.  *out is allocated here (never NULL on success) and freed
+ * by the caller; *n gets its number of entries.  Returns the number of
+ * matching threads the kernel reported last, which is larger than *n only
+ * if more than TASKSTATE_BATCH_MAX match or the set kept growing faster
+ * than the bounded retries.
+ */
+int ts_list(int fd, unsigned int pid, struct taskstate_entry **out,
+	    uint32_t *n);
+
+/* CLOCK_BOOTTIME now, in ns: the clock the words are stamped with. */
+uint64_t ts_now_ns(void);
+
+/* "RUNNING", ...; "?" for a value out of range. */
+const char *ts_state_name(unsigned int state);
+
+/* The state named name, case-insensitive; -EINVAL if none is. */
+int ts_state_from_name(const char *name);
+
+struct ts_decoded {
+	unsigned int state;	/* TASKSTATE_* */
+	uint64_t since_ns;	/* CLOCK_BOOTTIME of the last change, mod 2^61 */
+	uint64_t age_ns;	/* time in this state at now_ns, mod 2^61 */
+};
+
+/* Split word; now_ns should be read after the word was. */
+void ts_decode(uint64_t word, uint64_t now_ns, struct ts_decoded *d);
+
+/*
+ * The comm of thread tid from /proc/<tid>/comm, without the newline,
+ * truncated to fit len.  Returns its length; -ENOENT when the thread is
+ * gone, which is normal for a list taken a moment ago.
+ */
+int ts_comm(unsigned int tid, char *buf, size_t len);
+
+#endif /* LIBTASKSTATE_H */

@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * taskstate: track threads and show their state words, like ps and top.
+ *
+ * Exit status: 0 success, 1 runtime error, 2 usage error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "libtaskstate.h"
+
+#define EXIT_USAGE	2
+
+struct command {
+	const char *name;
+	int (*run)(const struct command *cmd, int argc, char **argv);
+	const char *help;
+};
+
+static const char main_help[] =
+"Usage: taskstate COMMAND [OPTIONS]\n"
+"\n"
+"Track threads and show their scheduling state from /dev/taskstate.\n"
+"\n"
+"Commands:\n"
+"  track [-p] ID        start tracking a thread, or with -p a process\n"
+"  untrack [-p] ID      stop tracking a thread, or with -p a process\n"
+"  show [-p PID] [--json]\n"
+"                       list the tracked threads\n"
+"  watch [-p PID] [--stuck MS] [--interval MS] [--count N]\n"
+"                       list them again and again, like top\n"
+"  info                 show what the module is and holds\n"
+"\n"
+"'taskstate COMMAND --help' describes a command.  Opening the device\n"
+"needs CAP_PERFMON or CAP_SYS_ADMIN; TASKSTATE_DEV overrides its path.\n"
+"Exit status: 0 success, 1 error, 2 usage error.\n";
+
+static const char track_help[] =
+"Usage: taskstate track [-p] ID\n"
+"\n"
+"Start tracking thread ID.\n"
+"\n"
+"  -p, --process   ID is a process: track all its threads, its future\n"
+"                  threads and its children\n"
+"  -h, --help      show this help\n";
+
+static const char untrack_help[] =
+"Usage: taskstate untrack [-p] ID\n"
+"\n"
+"Stop tracking thread ID.\n"
+"\n"
+"  -p, --process   ID is a process: untrack all its threads and stop\n"
+"                  tracking its future threads and children\n"
+"  -h, --help      show this help\n";
+
+static const char show_help[] =
+"Usage: taskstate show [-p PID] [--json]\n"
+"\n"
+"List the tracked threads, sorted by TID:\n"
+"  TID TGID STATE SINCE_NS AGE_NS COMM\n"
+"SINCE_NS is the CLOCK_BOOTTIME of the last state change, AGE_NS the time\n"
+"spent in STATE since, both in ns.  COMM is '-' for a thread gone.\n"
+"\n"
+"  -p, --pid PID   only the threads of process PID\n"
+"      --json      one JSON array of objects with the keys tid, tgid,\n"
+"                  state, since_ns, age_ns and comm (null if gone)\n"
+"  -h, --help      show this help\n";
+
+static const char watch_help[] =
+"Usage: taskstate watch [-p PID] [--stuck MS] [--interval MS] [--count N]\n"
+"\n"
+"List the tracked threads every interval, with the number in each state.\n"
+"A thread waiting (SLEEPING, BLOCKED, STOPPED, TRACED or DEAD) for longer\n"
+"than the --stuck time is marked with '!' and listed first.  On a\n"
+"terminal the screen is redrawn in place: q or Ctrl-C quits, any other\n"
+"key refreshes.  Otherwise each refresh prints a block of plain lines,\n"
+"blocks separated by an empty line.\n"
+"\n"
+"  -p, --pid PID          only the threads of process PID\n"
+"  -s, --stuck MS         mark threads waiting longer than MS ms (1000)\n"
+"  -i, --interval MS      refresh every MS ms (1000)\n"
+"  -n, --count N          stop after N refreshes\n"
+"  -h, --help             show this help\n";
+
+static const char info_help[] =
+"Usage: taskstate info\n"
+"\n"
+"Show what the module is and holds, one 'key: value' per line.\n"
+"\n"
+"  -h, --help      show this help\n";
+
+static void usage_error(const struct command *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
+static void usage_error(const struct command *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cmd && cmd->name)
+		fprintf(stderr, "taskstate %s: ", cmd->name);
+	else
+		fputs("taskstate: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see --help)\n", stderr);
+	exit(EXIT_USAGE);
+}
+
+/*
+ * getopt_long() over a command's arguments: prints the help and exits for
+ * -h, exits with a usage error for a bad option, else returns the option
+ * (-1 at the end).  optstring must start with ':'.
+ */
+static int next_option(const struct command *cmd, int argc, char **argv,
+		       const char *optstring, const struct option *longopts)
+{
+	int c = getopt_long(argc, argv, optstring, longopts, NULL);
+
+	switch (c) {
+	case 'h':
+		fputs(cmd->help, stdout);
+		exit(EXIT_SUCCESS);
+	case '?':
+		if (!optopt)
+			usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		/* A known optopt is a long option given a value: --json=1. */
+		if (optopt >= 256 || strchr(optstring, optopt))
+			usage_error(cmd, "option '%s' takes no value",
+				    argv[optind - 1]);
+		usage_error(cmd, "unknown option '-%c'", optopt);
+	case ':':
+		usage_error(cmd, "option '%s' needs an argument",
+			    argv[optind - 1]);
+	}
+	return c;
+}
+
+/* The positional arguments left after the options: exactly n. */
+static void want_args(const struct command *cmd, int argc, int n,
+		      const char *what)
+{
+	if (argc - optind < n)
+		usage_error(cmd, "missing %s", what);
+	if (argc - optind > n)
+		usage_error(cmd, "unexpected argument");
+}
+
+static uint64_t num_arg(const struct command *cmd, const char *what,
+			const char *s, uint64_t min, uint64_t max)
+{
+	uint64_t v;
+	int ret = parse_num(s, min, max, &v);
+
+	if (ret == -EINVAL)
+		usage_error(cmd, "%s '%s' is not a number", what, s);
+	if (ret)
+		usage_error(cmd, "%s '%s' is out of range %" PRIu64 "..%" PRIu64,
+			    what, s, min, max);
+	return v;
+}
+
+static unsigned int id_arg(const struct command *cmd, const char *what,
+			   const char *s)
+{
+	return num_arg(cmd, what, s, 1, INT_MAX);
+}
+
+static int open_device(void)
+{
+	int fd = ts_open();
+	const char *hint = "";
+
+	if (fd == -EPERM || fd == -EACCES)
+		hint = " (needs CAP_PERFMON or CAP_SYS_ADMIN)";
+	else if (fd == -ENOENT || fd == -ENODEV || fd == -ENXIO)
+		hint = " (is the module loaded?)";
+	if (fd < 0)
+		fprintf(stderr, "taskstate: %s: %s%s\n", ts_dev_path(),
+			strerror(-fd), hint);
+	return fd;
+}
+
+static int run_track(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "process", no_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ }
+	};
+	bool untrack = !strcmp(cmd->name, "untrack");
+	bool process = false;
+	unsigned int id;
+	uint64_t nr = 0;
+	int fd, ret;
+
+	while (next_option(cmd, argc, argv, ":hp", longopts) != -1)
+		process = true;		/* -p is the only option left */
+	want_args(cmd, argc, 1, "ID");
+	id = id_arg(cmd, "ID", argv[optind]);
+
+	fd = open_device();
+	if (fd < 0)
+		return EXIT_FAILURE;
+	ret = untrack ? ts_untrack(fd, id, process, &nr) :
+			ts_track(fd, id, process, &nr);
+	ts_close(fd);
+	if (ret < 0) {
+		fprintf(stderr, "taskstate: %s %s %u: %s%s\n", cmd->name,
+			process ? "process" : "thread", id, strerror(-ret),
+			ret == -ENOSPC ? " (table full, see max_threads)" : "");
+		return EXIT_FAILURE;
+	}
+	printf("%sed %" PRIu64 " thread%s ", cmd->name, nr, nr == 1 ? "" : "s");
+	if (process)
+		printf("of process %u\n", id);
+	else
+		printf("(tid %u)\n", id);
+	return EXIT_SUCCESS;
+}
+
+/*
+ * The tracked threads (of process pid if not 0) as *rows, *n of them,
+ * aged at one "now" read after the list.  Returns the kernel's total
+ * (more than *n only if the list was cut short) or -errno.
+ */
+static int get_rows(int fd, unsigned int pid, uint64_t stuck_ns,
+		    struct ts_row **rows, size_t *n)
+{
+	struct taskstate_entry *e;
+	struct ts_row *r;
+	uint64_t now;
+	uint32_t i, nr;
+	int total;
+
+	total = ts_list(fd, pid, &e, &nr);
+	if (total < 0)
+		return total;
+	now = ts_now_ns();
+	r = calloc(nr ? nr : 1, sizeof(*r));
+	if (!r) {
+		free(e);
+		return -ENOMEM;
+	}
+	for (i = 0; i < nr; i++) {
+		r[i].tid = e[i].tid;
+		r[i].tgid = e[i].tgid;
+		ts_decode(e[i].word, now, &r[i].d);
+		r[i].stuck = row_is_stuck(&r[i], stuck_ns);
+		r[i].has_comm = ts_comm(e[i].tid, r[i].comm,
+					sizeof(r[i].comm)) >= 0;
+	}
+	free(e);
+	*rows = r;
+	*n = nr;
+	return total;
+}
+
+static int cmp_tid(const void *a, const void *b)
+{
+	const struct ts_row *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* watch: the stuck first, longest stuck on top, then by tid. */
+static int cmp_stuck(const void *a, const void *b)
+{
+	const struct ts_row *x = a, *y = b;
+
+	if (x->stuck != y->stuck)
+		return y->stuck - x->stuck;
+	if (x->stuck && x->d.age_ns != y->d.age_ns)
+		return x->d.age_ns < y->d.age_ns ? 1 : -1;
+	return cmp_tid(a, b);
+}
+
+static int run_show(const struct command *cmd, int argc, char **argv)
+{
+	enum { OPT_JSON = 256 };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ }
+	};
+	char line[TS_LINE_MAX];
+	struct ts_widths w;
+	struct ts_row *rows;
+	unsigned int pid = 0;
+	bool json = false;
+	size_t i, n;
+	int c, fd, total;
+
+	while ((c = next_option(cmd, argc, argv, ":hp:", longopts)) != -1) {
+		if (c == 'p')
+			pid = id_arg(cmd, "PID", optarg);
+		else
+			json = true;
+	}
+	want_args(cmd, argc, 0, "");
+
+	fd = open_device();
+	if (fd < 0)
+		return EXIT_FAILURE;
+	total = get_rows(fd, pid, 0, &rows, &n);
+	ts_close(fd);
+	if (total < 0) {
+		fprintf(stderr, "taskstate: list: %s\n", strerror(-total));
+		return EXIT_FAILURE;
+	}
+	qsort(rows, n, sizeof(*rows), cmp_tid);
+
+	if (json) {
+		print_json(stdout, rows, n);
+	} else {
+		table_widths(rows, n, &w);
+		format_header(line, sizeof(line), &w);
+		puts(line);
+		for (i = 0; i < n; i++) {
+			format_row(line, sizeof(line), &rows[i], &w);
+			puts(line);
+		}
+	}
+	if ((size_t)total > n)
+		fprintf(stderr, "taskstate: showing %zu of %d threads\n",
+			n, total);
+	free(rows);
+	return EXIT_SUCCESS;
+}
+
+struct watch {
+	int fd;
+	unsigned int pid;
+	uint64_t stuck_ms;
+	int interval_ms;
+	unsigned int count;	/* refreshes before stopping, 0 for no end */
+	bool tty;		/* stdout is a terminal: redraw in place */
+	unsigned int width;	/* tty: screen size */
+	unsigned int height;
+	unsigned int lines;	/* lines drawn of this screen */
+};
+
+/*
+ * The terminal as watch changed it, for term_restore(), which the quit
+ * signal handler calls too: a signal ends watch at once, wherever it is,
+ * even in a write() blocked on a terminal or pipe that is not drained.
+ */
+static struct {
+	struct termios saved;		/* stdin's mode before raw */
+	volatile sig_atomic_t keys;	/* stdin in raw mode: read keys */
+	volatile sig_atomic_t screen;	/* on the alternate screen */
+} term;
+
+static const char leave_screen[] = "\033[?25h\033[?1049l";
+
+/* Async-signal-safe, and harmless when repeated: see term above. */
+static void term_restore(void)
+{
+	if (term.keys)
+		tcsetattr(STDIN_FILENO, TCSANOW, &term.saved);
+	if (term.screen) {
+		/* If this fails the terminal is gone: nothing to restore. */
+		ssize_t ret __attribute__((unused));
+
+		ret = write(STDOUT_FILENO, leave_screen, sizeof(leave_screen) - 1);
+	}
+}
+
+static void on_quit_signal(int sig)
+{
+	(void)sig;
+	term_restore();
+	_exit(EXIT_SUCCESS);
+}
+
+/*
+ * Restoring can block too, writing to a terminal that does not drain: the
+ * handler is then left by a second signal, which has the default action.
+ */
+static void catch_quit_signals(void)
+{
+	static const int quit_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	struct sigaction sa = {
+		.sa_handler = on_quit_signal,
+		.sa_flags = SA_RESETHAND | SA_NODEFER,
+	};
+	size_t i;
+
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(quit_signals) / sizeof(quit_signals[0]); i++)
+		sigaction(quit_signals[i], &sa, NULL);
+}
+
+/* Raw keys, if stdin is a terminal, and the alternate screen. */
+static void term_enter(void)
+{
+	struct termios raw;
+
+	if (isatty(STDIN_FILENO) && !tcgetattr(STDIN_FILENO, &term.saved)) {
+		raw = term.saved;
+		raw.c_lflag &= ~(ICANON | ECHO | ISIG);	/* ^C is read as a key */
+		raw.c_cc[VMIN] = 1;
+		raw.c_cc[VTIME] = 0;
+		term.keys = 1;
+		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+	}
+	term.screen = 1;
+	fputs("\033[?1049h\033[?25l", stdout);
+}
+
+/*
+ * One line of a refresh.  On a terminal: cut to the screen width, in the
+ * attribute attr (an SGR escape, or NULL), not past the last line but one
+ * (so the screen does not scroll); returns false once the screen is full.
+ */
+static bool put_line(struct watch *w, const char *s, const char *attr)
+{
+	if (!w->tty) {
+		puts(s);
+		return true;
+	}
+	if (w->lines + 1 >= w->height)
+		return false;
+	w->lines++;
+	printf("%s%.*s%s\033[K\n", attr ? attr : "", (int)w->width, s,
+	       attr ? "\033[m" : "");
+	return true;
+}
+
+static void draw(struct watch *w, const struct ts_row *rows, size_t n,
+		 int total)
+{
+	uint64_t count[TASKSTATE_NR_STATES] = { 0 };
+	char line[TS_LINE_MAX], when[16];
+	size_t i, stuck = 0, len;
+	struct ts_widths tw;
+	struct winsize ws;
+	time_t t = time(NULL);
+	unsigned int s;
+
+	for (i = 0; i < n; i++) {
+		count[rows[i].d.state]++;
+		stuck += rows[i].stuck;
+	}
+	strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
+
+	if (w->tty) {
+		w->width = 80;
+		w->height = 24;
+		if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col &&
+		    ws.ws_row) {
+			w->width = ws.ws_col;
+			w->height = ws.ws_row;
+		}
+		w->lines = 0;
+		fputs("\033[H", stdout);
+	}
+
+	len = snprintf(line, sizeof(line),
+		       "taskstate %s  threads %zu", when, n);
+	if ((size_t)total > n)
+		len += snprintf(line + len, sizeof(line) - len, " of %d", total);
+	snprintf(line + len, sizeof(line) - len,
+		 "  stuck %zu (> %" PRIu64 " ms)%s", stuck, w->stuck_ms,
+		 term.keys ? "  q: quit" : "");
+	put_line(w, line, NULL);
+
+	for (s = 0, len = 0; s < TASKSTATE_NR_STATES; s++)
+		len += snprintf(line + len, sizeof(line) - len, "%s%s %" PRIu64,
+				s ? "  " : "", ts_state_name(s), count[s]);
+	put_line(w, line, NULL);
+
+	table_widths(rows, n, &tw);
+	line[0] = ' ';
+	line[1] = ' ';
+	format_header(line + 2, sizeof(line) - 2, &tw);
+	put_line(w, line, w->tty ? "\033[1m" : NULL);
+	for (i = 0; i < n; i++) {
+		line[0] = rows[i].stuck ? '!' : ' ';
+		format_row(line + 2, sizeof(line) - 2, &rows[i], &tw);
+		if (!put_line(w, line, rows[i].stuck && w->tty ? "\033[7m" : NULL))
+			break;
+	}
+	if (w->tty)
+		fputs("\033[J", stdout);
+	fflush(stdout);
+}
+
+/* Wait for the interval or a key: 1 for q or ^C, 0 to refresh now. */
+static int wait_key(const struct watch *w)
+{
+	struct pollfd p = { .fd = term.keys ? STDIN_FILENO : -1,
+			    .events = POLLIN };
+	char keys[32];
+	ssize_t i, n;
+
+	if (poll(&p, 1, w->interval_ms) <= 0 || !p.revents)
+		return 0;
+	n = read(STDIN_FILENO, keys, sizeof(keys));
+	if (n <= 0)
+		return 1;		/* the terminal went away */
+	for (i = 0; i < n; i++)
+		if (keys[i] == 'q' || keys[i] == 'Q' || keys[i] == 3)
+			return 1;	/* q, ^C */
+	return 0;
+}
+
+/* Refresh until told to quit or done; returns 0 or -errno. */
+static int watch_loop(struct watch *w)
+{
+	struct ts_row *rows;
+	bool first;
+	size_t n;
+	int ret;
+
+	for (first = true; ; first = false) {
+		ret = get_rows(w->fd, w->pid, w->stuck_ms * 1000000, &rows, &n);
+		if (ret < 0)
+			return ret;
+		qsort(rows, n, sizeof(*rows), cmp_stuck);
+		if (!w->tty && !first)
+			putchar('\n');
+		draw(w, rows, n, ret);
+		free(rows);
+		if (w->count && !--w->count)
+			return 0;
+		if (wait_key(w))
+			return 0;
+	}
+}
+
+static int run_watch(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "stuck", required_argument, NULL, 's' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ }
+	};
+	struct watch w = { .stuck_ms = 1000, .interval_ms = 1000 };
+	int c, ret;
+
+	while ((c = next_option(cmd, argc, argv, ":hp:s:i:n:", longopts)) != -1) {
+		switch (c) {
+		case 'p':
+			w.pid = id_arg(cmd, "PID", optarg);
+			break;
+		case 's':
+			w.stuck_ms = num_arg(cmd, "--stuck", optarg, 0,
+					     UINT32_MAX);
+			break;
+		case 'i':
+			w.interval_ms = num_arg(cmd, "--interval", optarg, 0,
+						INT_MAX);
+			break;
+		case 'n':
+			w.count = num_arg(cmd, "--count", optarg, 1, UINT_MAX);
+			break;
+		}
+	}
+	want_args(cmd, argc, 0, "");
+
+	w.fd = open_device();
+	if (w.fd < 0)
+		return EXIT_FAILURE;
+	catch_quit_signals();
+	w.tty = isatty(STDOUT_FILENO);
+	if (w.tty)
+		term_enter();
+	ret = watch_loop(&w);
+	fflush(stdout);
+	term_restore();
+	ts_close(w.fd);
+	if (ret < 0) {
+		fprintf(stderr, "taskstate: list: %s\n", strerror(-ret));
+		return EXIT_FAILURE;
+	}
+	return EXIT_SUCCESS;
+}
+
+static int run_info(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ }
+	};
+	struct taskstate_info info;
+	int fd, ret;
+
+	while (next_option(cmd, argc, argv, ":h", longopts) != -1)
+		;
+	want_args(cmd, argc, 0, "");
+
+	fd = open_device();
+	if (fd < 0)
+		return EXIT_FAILURE;
+	ret = ts_info(fd, &info);
+	ts_close(fd);
+	if (ret < 0) {
+		fprintf(stderr, "taskstate: info: %s\n", strerror(-ret));
+		return EXIT_FAILURE;
+	}
+	printf("abi_version: %" PRIu32 "\n"
+	       "state_shift: %" PRIu32 "\n"
+	       "time_bits: %" PRIu32 "\n"
+	       "clock_id: %" PRIu32 "\n"
+	       "max_threads: %" PRIu32 "\n"
+	       "batch_max: %" PRIu32 "\n"
+	       "track_all: %" PRIu32 "\n"
+	       "nr_tracked: %" PRIu64 "\n"
+	       "nr_untracked: %" PRIu64 "\n",
+	       info.abi_version, info.state_shift, info.time_bits,
+	       info.clock_id, info.max_threads, info.batch_max,
+	       info.track_all, (uint64_t)info.nr_tracked,
+	       (uint64_t)info.nr_untracked);
+	return EXIT_SUCCESS;
+}
+
+static const struct command commands[] = {
+	{ "track", run_track, track_help },
+	{ "untrack", run_track, untrack_help },
+	{ "show", run_show, show_help },
+	{ "watch", run_watch, watch_help },
+	{ "info", run_info, info_help },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ }
+	};
+	static const struct command top = { .help = main_help };
+	const struct command *cmd;
+	int ret;
+
+	opterr = 0;
+	/* '+': stop at the command name, its options are its own. */
+	while (next_option(&top, argc, argv, "+:h", longopts) != -1)
+		;
+	if (optind == argc)
+		usage_error(NULL, "missing command");
+	for (cmd = commands; cmd < commands + sizeof(commands) /
+				sizeof(commands[0]); cmd++)
+		if (!strcmp(argv[optind], cmd->name))
+			break;
+	if (cmd == commands + sizeof(commands) / sizeof(commands[0]))
+		usage_error(NULL, "unknown command '%s'", argv[optind]);
+
+	argc -= optind;
+	argv += optind;
+	optind = 0;		/* restart getopt on the command's arguments */
+	ret = cmd->run(cmd, argc, argv);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "taskstate: stdout: %s\n", strerror(errno));
+		return EXIT_FAILURE;
+	}
+	return ret;
+}
