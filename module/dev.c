@@ -227,7 +227,7 @@ static long ts_ioctl_list(void __user *uarg)
 		return -EINVAL;
 	args.filled = 0;
 	args.total = 0;
-	if (args.count > TASKSTATE_BATCH_MAX)
+	if (args.count > TASKSTATE_LIST_MAX)
 		return -E2BIG;
 	ue = u64_to_user_ptr(args.entries);
 	used = ts_slots_used();

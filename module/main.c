@@ -14,7 +14,7 @@
 #include "table.h"
 
 #define TS_MIN_THREADS	64
-#define TS_MAX_THREADS	(1U << 22)
+#define TS_MAX_THREADS	TASKSTATE_LIST_MAX
 
 static unsigned int max_threads = 32768;
 module_param(max_threads, uint, 0444);

@@ -136,7 +136,7 @@ int ts_list(int fd, unsigned int pid, struct taskstate_entry **out,
 			free(buf);
 			return err;
 		}
-		if (l.total <= count || count == TASKSTATE_BATCH_MAX ||
+		if (l.total <= count || count == TASKSTATE_LIST_MAX ||
 		    tries == LIST_TRIES) {
 			*out = buf;
 			*n = ret;
@@ -144,8 +144,8 @@ int ts_list(int fd, unsigned int pid, struct taskstate_entry **out,
 		}
 		/* Room for threads that appear before the next call. */
 		count = l.total + l.total / 8 + 16;
-		if (count > TASKSTATE_BATCH_MAX || count < l.total)
-			count = TASKSTATE_BATCH_MAX;
+		if (count > TASKSTATE_LIST_MAX || count < l.total)
+			count = TASKSTATE_LIST_MAX;
 	}
 }
 

@@ -47,7 +47,7 @@ int ts_sample(int fd, struct taskstate_entry *e, uint32_t n);
  * pid is not 0.  *out is allocated here (never NULL on success) and freed
  * by the caller; *n gets its number of entries.  Returns the number of
  * matching threads the kernel reported last, which is larger than *n only
- * if more than TASKSTATE_BATCH_MAX match or the set kept growing faster
+ * if more than TASKSTATE_LIST_MAX match or the set kept growing faster
  * than the bounded retries.
  */
 int ts_list(int fd, unsigned int pid, struct taskstate_entry **out,

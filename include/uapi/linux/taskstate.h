@@ -75,8 +75,11 @@ static __inline__ const char *taskstate_state_name(unsigned int state)
 	return state < TASKSTATE_NR_STATES ? names[state] : "?";
 }
 
-/* The largest count TASKSTATE_IOC_SAMPLE and TASKSTATE_IOC_LIST accept. */
+/* The largest count TASKSTATE_IOC_SAMPLE accepts. */
 #define TASKSTATE_BATCH_MAX	65536
+/* The largest count TASKSTATE_IOC_LIST accepts: the most threads the
+ * module can track (its max_threads parameter is at most this). */
+#define TASKSTATE_LIST_MAX	4194304
 
 /* TASKSTATE_IOC_INFO: what the running module is and holds. */
 struct taskstate_info {
@@ -140,7 +143,7 @@ struct taskstate_list {
 	__u32 size;		/* in: sizeof(struct taskstate_list) */
 	__u32 flags;		/* in: 0 */
 	__u32 pid;		/* in: 0 for all, else only this process */
-	__u32 count;		/* in: capacity of entries, <= BATCH_MAX */
+	__u32 count;		/* in: capacity of entries, <= LIST_MAX */
 	__u64 entries;		/* in: pointer to struct taskstate_entry[] */
 	__u32 filled;		/* out: entries written */
 	__u32 total;		/* out: matching tracked threads */
