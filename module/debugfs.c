@@ -17,19 +17,26 @@
 
 static struct dentry *ts_debugfs;
 
-/* The iterator's position is a slot index. */
+/*
+ * Position 0 is the header, position n + 1 is slot n: the header must
+ * come from ->show(), or it is lost when there is no slot.  Slot n is
+ * passed as n + 2, clear of NULL and SEQ_START_TOKEN (1).
+ */
+static void *ts_seq_pos(loff_t pos)
+{
+	if (!pos)
+		return SEQ_START_TOKEN;
+	return pos <= ts_slots_used() ? (void *)(uintptr_t)(pos + 1) : NULL;
+}
+
 static void *ts_seq_start(struct seq_file *m, loff_t *pos)
 {
-	if (*pos == 0)
-		seq_printf(m, "%7s %7s %-8s %20s %20s %s\n", "TID", "TGID",
-			   "STATE", "SINCE_NS", "AGE_NS", "COMM");
-	return *pos < ts_slots_used() ? pos : NULL;
+	return ts_seq_pos(*pos);
 }
 
 static void *ts_seq_next(struct seq_file *m, void *v, loff_t *pos)
 {
-	++*pos;
-	return *pos < ts_slots_used() ? pos : NULL;
+	return ts_seq_pos(++*pos);
 }
 
 static void ts_seq_stop(struct seq_file *m, void *v)
@@ -39,16 +46,20 @@ static void ts_seq_stop(struct seq_file *m, void *v)
 static int ts_seq_show(struct seq_file *m, void *v)
 {
 	struct ts_view view;
-	u64 now;
 
-	if (!ts_view_slot(*(loff_t *)v, task_active_pid_ns(current), &view))
+	if (v == SEQ_START_TOKEN) {
+		seq_printf(m, "%7s %7s %-8s %20s %20s %s\n", "TID", "TGID",
+			   "STATE", "SINCE_NS", "AGE_NS", "COMM");
 		return 0;
-	/* Read after the word, so the age is never negative. */
-	now = ktime_get_boot_fast_ns();
+	}
+	if (!ts_view_slot((uintptr_t)v - 2, task_active_pid_ns(current),
+			  &view))
+		return 0;
 	seq_printf(m, "%7d %7d %-8s %20llu %20llu %s\n", view.tid, view.tgid,
 		   taskstate_state_name(taskstate_state(view.word)),
 		   taskstate_since_ns(view.word),
-		   taskstate_age_ns(view.word, now), view.comm);
+		   taskstate_age_ns(view.word, ktime_get_boot_fast_ns()),
+		   view.comm);
 	return 0;
 }
 

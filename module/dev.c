@@ -79,28 +79,54 @@ static long ts_ioctl_info(void __user *uarg)
 	return ts_put_args(uarg, &info, sizeof(info), usize);
 }
 
-/* A reference to the thread (or with @process, the process) @id names. */
-static struct task_struct *ts_get_task(u32 id, bool process)
+/* The thread, or with @process the process, that @id names for current. */
+static struct task_struct *ts_find(u32 id, bool process)
 {
-	struct task_struct *t = NULL;
-
 	if (!id || id > PID_MAX_LIMIT)
 		return NULL;
-	rcu_read_lock();
-	t = pid_task(find_vpid(id), process ? PIDTYPE_TGID : PIDTYPE_PID);
-	if (t)
-		get_task_struct(t);
-	rcu_read_unlock();
-	return t;
+	return pid_task(find_vpid(id), process ? PIDTYPE_TGID : PIDTYPE_PID);
 }
 
 /*
- * Track or untrack a thread, or every thread of a process.  For a process
- * the threads are tracked with TS_SLOT_INHERIT, so the fork probe adds
- * their new threads and children.  A thread forked while we walk is seen
- * either by the walk or by the fork probe: copy_process() links it into
- * the thread list before sched_process_fork looks up its parent, and the
- * parent's slot is published (full barrier below) before the walk.
+ * (Un)track @p, or with @process every thread of it, with inheritance so
+ * the task_newtask probe adds their new threads and children.  Under
+ * rcu_read_lock(), in the section that found @p, which is what makes
+ * inserting it safe (see ts_track()).  A thread created during the walk
+ * is seen either by the walk or by the probe: ts_track() explains how.
+ */
+static int ts_apply(struct task_struct *p, bool process, bool track,
+		    u64 *nr)
+{
+	struct task_struct *t;
+	int ret;
+
+	if (!process) {
+		if (!track) {
+			*nr = ts_untrack(p);
+			return 0;
+		}
+		ret = ts_track(p, 0);
+		*nr = !ret;
+		return ret;
+	}
+	for_each_thread(p, t) {
+		if (!track) {
+			*nr += ts_untrack(t);
+			continue;
+		}
+		ret = ts_track(t, TS_SLOT_INHERIT);
+		if (ret)
+			return ret;
+		++*nr;
+	}
+	return 0;
+}
+
+/*
+ * TRACK and UNTRACK.  Tracking publishes the slots, waits a grace period,
+ * then gives the threads their current state (ts_snapshot()).  A table
+ * that fills up part way leaves the threads tracked so far tracked, and
+ * the call fails with ENOSPC.
  */
 static long ts_ioctl_track(void __user *uarg, bool track)
 {
@@ -116,34 +142,29 @@ static long ts_ioctl_track(void __user *uarg, bool track)
 		return usize;
 	if ((args.flags & ~TASKSTATE_TRACK_PROCESS) || args.__pad)
 		return -EINVAL;
-	args.nr_threads = 0;
 	process = args.flags & TASKSTATE_TRACK_PROCESS;
-	p = ts_get_task(args.id, process);
+	args.nr_threads = 0;
+
+	rcu_read_lock();
+	p = ts_find(args.id, process);
+	if (p) {
+		ret = ts_apply(p, process, track, &args.nr_threads);
+		get_task_struct(p);
+	}
+	rcu_read_unlock();
 	if (!p)
 		return -ESRCH;
 
-	if (!process) {
-		if (track)
-			ret = ts_track(p, 0, true);
-		args.nr_threads = track ? !ret : ts_untrack(p);
-		goto out_put;
-	}
 	if (track) {
-		ret = ts_track(p, TS_SLOT_INHERIT, true);
-		smp_mb();	/* leader's slot visible before the walk */
+		synchronize_rcu();
+		rcu_read_lock();
+		if (process)
+			for_each_thread(p, t)
+				ts_snapshot(t);
+		else
+			ts_snapshot(p);
+		rcu_read_unlock();
 	}
-	rcu_read_lock();
-	for_each_thread(p, t) {
-		if (ret)
-			break;
-		if (track)
-			ret = ts_track(t, TS_SLOT_INHERIT, true);
-		else if (!ts_untrack(t))
-			continue;
-		args.nr_threads += !ret;
-	}
-	rcu_read_unlock();
-out_put:
 	put_task_struct(p);
 	if (ret)
 		return ret;
@@ -232,6 +253,8 @@ static long ts_ioctl_list(void __user *uarg)
 	ue = u64_to_user_ptr(args.entries);
 	used = ts_slots_used();
 	for (idx = 0; idx < used; idx++) {
+		if (!(idx % 1024))
+			cond_resched();
 		if (!ts_view_slot(idx, ns, &v))
 			continue;
 		if (args.pid && v.tgid != args.pid)
@@ -301,6 +324,12 @@ static struct miscdevice ts_miscdev = {
 
 int ts_dev_init(bool track_all)
 {
+	BUILD_BUG_ON(sizeof(struct taskstate_info) != TASKSTATE_INFO_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct taskstate_track) != TASKSTATE_TRACK_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct taskstate_sample) !=
+		     TASKSTATE_SAMPLE_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct taskstate_list) != TASKSTATE_LIST_SIZE_VER0);
+
 	ts_dev_track_all = track_all;
 	return misc_register(&ts_miscdev);
 }

@@ -53,7 +53,6 @@ static int __init taskstate_init(void)
 out_debugfs:
 	ts_debugfs_exit();
 	ts_probes_unregister();
-	rcu_barrier();
 out_table:
 	ts_table_exit();
 	return ret;
@@ -64,8 +63,6 @@ static void __exit taskstate_exit(void)
 	ts_dev_exit();
 	ts_debugfs_exit();
 	ts_probes_unregister();
-	/* Slots released just before still wait for their grace period. */
-	rcu_barrier();
 	ts_table_exit();
 }
 

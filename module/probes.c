@@ -14,10 +14,12 @@
  *    TASK_WAKING so no second wakeup can proceed.  The task is off every
  *    CPU or still queued on that run queue, so no switch runs for it.
  *    The one lock-free call, try_to_wake_up(p == current), wakes a task
- *    that is on its own CPU: its word says RUNNING and is left alone.
+ *    on its own CPU, which writes RUNNING; a remote ttwu_runnable() for
+ *    the same task at the same moment writes RUNNING too (on_cpu is set):
+ *    two writers, one value.
  *  - sched_wakeup_new (wake_up_new_task()): pi_lock and run queue lock;
  *    the task has never run.
- *  - sched_process_fork (kernel/fork.c, kernel_clone()): before
+ *  - task_newtask (kernel/fork.c, copy_process()): before
  *    wake_up_new_task(), so the child cannot run yet; it only inserts the
  *    child's slot.
  *  - sched_process_free (kernel/exit.c, delayed_put_task_struct()): an RCU
@@ -26,11 +28,15 @@
  * Hence a plain store (ts_word_store()) is enough, and the probes may read
  * their own word to skip a store that would not change the state.  The one
  * other write, the snapshot when tracking starts, only replaces an empty
- * word (ts_word_init()).
+ * word (ts_word_init()), a grace period after the slot was published.
+ *
+ * Mixing a plain store with the snapshot's cmpxchg assumes cmpxchg is one
+ * instruction, as on x86 and arm64 (on parisc it is a read and a write
+ * under a hashed lock, and a plain store in between would be lost).
  *
  * Probe context: preemption disabled, on most events a raw run queue lock
- * held.  So no allocation, no sleeping lock, no printk here; the fork and
- * free probes take ts_lock (raw), which no scheduler path holds.
+ * held.  So no allocation, no sleeping lock, no printk here; the newtask
+ * and free probes take ts_lock (raw), which no scheduler path holds.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -39,6 +45,7 @@
 #include <linux/timekeeping.h>
 #include <linux/tracepoint.h>
 #include <trace/events/sched.h>
+#include <trace/events/task.h>
 #include "states.h"
 #include "table.h"
 #include "probes.h"
@@ -86,45 +93,49 @@ static void ts_probe_switch(void *data, bool preempt,
 }
 
 /*
- * sched_wakeup and sched_wakeup_new.  ttwu_runnable() also reports a
- * wakeup for a task that set a sleep state but never left its CPU, or was
- * preempted before it could: such a task is RUNNING or RUNNABLE already
- * and keeps its word.
+ * sched_wakeup and sched_wakeup_new.  A woken task is RUNNABLE, unless it
+ * never left its CPU: ttwu_runnable() and the p == current path of
+ * try_to_wake_up() also report a wakeup for a task that set a sleep state
+ * but had not switched out yet.  on_cpu is exact here: ttwu_runnable()
+ * holds the run queue lock that prepare_task() and finish_task() change
+ * it under, the other paths waited for it to clear (or are current).
+ * Writing what is true rather than skipping also repairs a word that
+ * missed an event before its slot was published.
  */
 static void ts_probe_wakeup(void *data, struct task_struct *p)
 {
 	struct ts_slot *s;
-	unsigned int old;
 
 	if (!ts_active())
 		return;
 	s = ts_lookup(p);
-	if (!s)
-		return;
-	old = taskstate_state(ts_word_load(ts_slot_word(s)));
-	if (old == TASKSTATE_RUNNING || old == TASKSTATE_RUNNABLE)
-		return;
-	ts_word_store(ts_slot_word(s),
-		      taskstate_pack(TASKSTATE_RUNNABLE,
-				     ktime_get_boot_fast_ns()));
+	if (s)
+		ts_set(s, ts_task_on_cpu(p) ? TASKSTATE_RUNNING :
+					      TASKSTATE_RUNNABLE,
+		       ktime_get_boot_fast_ns());
 }
 
 /*
- * The child of a tracked process is tracked, if tracking was asked with
- * inheritance (a whole process, or track_all).  @parent is current, the
- * thread that called clone().
+ * task_newtask, from copy_process() once the child is linked into the
+ * task lists and can no longer fail, for every new task (also io_uring
+ * workers, which never reach sched_process_fork).  The child of a tracked
+ * thread is tracked if tracking was asked with inheritance (a whole
+ * process, or track_all).  current is the thread that called clone().
+ * The child has not run: its word stays NONE until sched_wakeup_new.
  */
-static void ts_probe_fork(void *data, struct task_struct *parent,
-			  struct task_struct *child)
+static void ts_probe_newtask(void *data, struct task_struct *child,
+			     unsigned long clone_flags)
 {
 	struct ts_slot *s;
 
 	if (!ts_inherit_all) {
-		s = ts_lookup(parent);
+		/* Pairs with the smp_mb() in ts_track(): see there. */
+		smp_mb();
+		s = ts_lookup(current);
 		if (!s || !(READ_ONCE(s->flags) & TS_SLOT_INHERIT))
 			return;
 	}
-	ts_track(child, TS_SLOT_INHERIT, false);
+	ts_track(child, TS_SLOT_INHERIT);
 }
 
 static void ts_probe_free(void *data, struct task_struct *t)
@@ -139,14 +150,14 @@ static inline void ts_check_prototypes(void)
 	check_trace_callback_type_sched_switch(ts_probe_switch);
 	check_trace_callback_type_sched_wakeup(ts_probe_wakeup);
 	check_trace_callback_type_sched_wakeup_new(ts_probe_wakeup);
-	check_trace_callback_type_sched_process_fork(ts_probe_fork);
+	check_trace_callback_type_task_newtask(ts_probe_newtask);
 	check_trace_callback_type_sched_process_free(ts_probe_free);
 }
 
 /*
  * The scheduler tracepoints are not exported to modules: find them by
  * name.  Registered in this order, unregistered in reverse: free before
- * fork, so every slot a fork creates has its release in place; switch
+ * newtask, so every slot a fork creates has its release in place; switch
  * last, once everything it depends on is.
  */
 static struct ts_tracepoint {
@@ -155,7 +166,7 @@ static struct ts_tracepoint {
 	struct tracepoint *tp;
 } ts_tps[] = {
 	{ "sched_process_free",	ts_probe_free },
-	{ "sched_process_fork",	ts_probe_fork },
+	{ "task_newtask",	ts_probe_newtask },
 	{ "sched_wakeup_new",	ts_probe_wakeup },
 	{ "sched_wakeup",	ts_probe_wakeup },
 	{ "sched_switch",	ts_probe_switch },
@@ -168,6 +179,20 @@ static void ts_find_tracepoint(struct tracepoint *tp, void *priv)
 	for (i = 0; i < ARRAY_SIZE(ts_tps); i++)
 		if (!strcmp(tp->name, ts_tps[i].name))
 			ts_tps[i].tp = tp;
+}
+
+/*
+ * Unregister the first @n probes.  After this no probe runs or will run,
+ * and no slot the probes released still waits for its grace period
+ * (ts_slot_reuse() is an RCU callback): the table can be freed.
+ */
+static void ts_probes_unregister_first(unsigned int n)
+{
+	while (n--)
+		tracepoint_probe_unregister(ts_tps[n].tp, ts_tps[n].probe,
+					    NULL);
+	tracepoint_synchronize_unregister();
+	rcu_barrier();
 }
 
 int ts_probes_register(bool track_all)
@@ -199,26 +224,13 @@ int ts_probes_register(bool track_all)
 	return 0;
 
 out_unregister:
-	while (i--)
-		tracepoint_probe_unregister(ts_tps[i].tp, ts_tps[i].probe,
-					    NULL);
-	tracepoint_synchronize_unregister();
+	ts_probes_unregister_first(i);
 	return ret;
 }
 
-/*
- * After this returns no probe is running or will run.  Slots released by
- * the free probe may still wait for their grace period: the caller runs
- * rcu_barrier() before freeing the table.
- */
 void ts_probes_unregister(void)
 {
-	unsigned int i = ARRAY_SIZE(ts_tps);
-
-	while (i--)
-		tracepoint_probe_unregister(ts_tps[i].tp, ts_tps[i].probe,
-					    NULL);
-	tracepoint_synchronize_unregister();
+	ts_probes_unregister_first(ARRAY_SIZE(ts_tps));
 }
 
 #ifdef TS_BENCH

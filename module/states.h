@@ -38,10 +38,12 @@ static inline unsigned int ts_state_from_linux(unsigned int st)
 }
 
 /*
- * The state of a task that is not passing through a tracepoint right now:
- * the snapshot taken when tracking starts.  Racy by nature (the task may
- * change state as we look), which is fine: the next scheduler event
- * overwrites it, and the snapshot never overwrites a scheduler write.
+ * The state of a task that is not passing through a tracepoint right now,
+ * for the snapshot taken when tracking starts (ts_snapshot()): on a CPU
+ * is RUNNING whatever __state says (a task about to sleep still runs, and
+ * its switch-out will say so), otherwise __state tells.  TASKSTATE_NONE
+ * for a task not yet woken for the first time: sched_wakeup_new will
+ * write its word.
  */
 static inline unsigned int ts_state_of(struct task_struct *t)
 {
@@ -49,9 +51,10 @@ static inline unsigned int ts_state_of(struct task_struct *t)
 
 	if (READ_ONCE(t->exit_state))
 		return TASKSTATE_DEAD;
-	if (st == TASK_RUNNING)
-		return ts_task_on_cpu(t) ? TASKSTATE_RUNNING :
-					   TASKSTATE_RUNNABLE;
+	if (ts_task_on_cpu(t))
+		return TASKSTATE_RUNNING;
+	if (st & TASK_NEW)
+		return TASKSTATE_NONE;
 	return ts_state_from_linux(st);
 }
 

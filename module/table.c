@@ -84,16 +84,17 @@ void ts_table_exit(void)
 }
 
 /*
- * Start tracking @t, or add @flags if it is tracked already.  With
- * @snapshot, @t may be running and its current state is recorded; without
- * it (a child at fork, before it ever ran) the word stays NONE until
- * sched_wakeup_new.
+ * Start tracking @t, or add @flags if it is tracked already.  The slot is
+ * published with an empty word (NONE): from here on the probes keep it
+ * current.  A thread that already runs gets its first word from
+ * ts_snapshot(), a grace period later.
  *
- * The slot is published with an empty word and the snapshot is written
- * with ts_word_init(), which only replaces the empty word: a probe that
- * got there first keeps its newer word.
+ * The caller holds rcu_read_lock() (or the task is a child not yet
+ * running) and found @t in a pid or thread list within that section, so
+ * @t's sched_process_free, queued only after it left those lists, cannot
+ * have run yet: the slot will be released.
  */
-int ts_track(struct task_struct *t, unsigned int flags, bool snapshot)
+int ts_track(struct task_struct *t, unsigned int flags)
 {
 	unsigned long irqflags;
 	struct ts_slot *s;
@@ -103,7 +104,7 @@ int ts_track(struct task_struct *t, unsigned int flags, bool snapshot)
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	s = ts_lookup(t);
 	if (s) {
-		s->flags |= flags;
+		WRITE_ONCE(s->flags, s->flags | flags);
 		goto out_unlock;
 	}
 	if (!ts_nr_free) {
@@ -112,23 +113,45 @@ int ts_track(struct task_struct *t, unsigned int flags, bool snapshot)
 		goto out_unlock;
 	}
 	idx = ts_free[--ts_nr_free];
-	ts_hwm = max(ts_hwm, idx + 1);
+	WRITE_ONCE(ts_hwm, max(ts_hwm, idx + 1));
 	s = &ts_slots[idx];
 	s->flags = flags;
-	ts_pub[idx].tid = t->pid;
+	ts_pub[idx].tid = READ_ONCE(t->pid);
 	ts_pub[idx].gen++;
 	ts_word_store(&ts_pub[idx].word, 0);
 	WRITE_ONCE(s->task, t);
 	hlist_add_head_rcu(&s->node,
 			   &ts_buckets[hash_ptr(t, ts_hash_bits)]);
 	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked + 1);
-	if (snapshot)
-		ts_word_init(&ts_pub[idx].word,
-			     taskstate_pack(ts_state_of(t),
-					    ktime_get_boot_fast_ns()));
 out_unlock:
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	/*
+	 * Pairs with the smp_mb() in the task_newtask probe: either the
+	 * caller's walk of a thread list that follows sees a thread being
+	 * created, or that thread's probe sees our slot (and inherits).
+	 */
+	smp_mb();
 	return ret;
+}
+
+/*
+ * Give a thread that was already running when its slot was published the
+ * word for its current state.  Call a grace period after ts_track(): by
+ * then every probe that ran without seeing the slot has finished, with
+ * all it did to the task (a switch sets on_cpu in the same
+ * preemption-disabled section), so on_cpu and __state are current, and
+ * every later event writes the word itself.  ts_word_init() only fills an
+ * empty word, so a probe that got there first keeps its newer word.
+ * Caller holds rcu_read_lock() and found @t within it.
+ */
+void ts_snapshot(struct task_struct *t)
+{
+	struct ts_slot *s = ts_lookup(t);
+	unsigned int state = ts_state_of(t);
+
+	if (s && state != TASKSTATE_NONE)
+		ts_word_init(ts_slot_word(s),
+			     taskstate_pack(state, ktime_get_boot_fast_ns()));
 }
 
 static void ts_slot_reuse(struct rcu_head *head)
@@ -139,7 +162,6 @@ static void ts_slot_reuse(struct rcu_head *head)
 
 	/* No probe or reader can hold the slot any more: empty its word. */
 	ts_word_store(&ts_pub[idx].word, 0);
-	ts_pub[idx].tid = 0;
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	ts_free[ts_nr_free++] = idx;
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
@@ -160,6 +182,7 @@ bool ts_untrack(struct task_struct *t)
 	if (s) {
 		hlist_del_rcu(&s->node);
 		WRITE_ONCE(s->task, NULL);
+		ts_pub[s - ts_slots].tid = 0;
 		WRITE_ONCE(ts_nr_tracked, ts_nr_tracked - 1);
 	}
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
@@ -169,11 +192,10 @@ bool ts_untrack(struct task_struct *t)
 }
 
 /*
- * Snapshot every thread that exists, for track_all.  The probes are
- * registered first, so a thread forked meanwhile is tracked by the fork
- * probe (ts_track() is idempotent) and a thread freed meanwhile is
- * released by the free probe: a thread still on the list under
- * rcu_read_lock() has its sched_process_free callback still ahead of it.
+ * Track every thread that exists, for track_all.  The probes are
+ * registered first, so a thread created meanwhile is tracked by the
+ * task_newtask probe (ts_track() is idempotent) and a thread freed
+ * meanwhile is released by the free probe.
  */
 void ts_track_existing(void)
 {
@@ -181,7 +203,12 @@ void ts_track_existing(void)
 
 	rcu_read_lock();
 	for_each_process_thread(g, t)
-		ts_track(t, 0, true);
+		ts_track(t, 0);
+	rcu_read_unlock();
+	synchronize_rcu();
+	rcu_read_lock();
+	for_each_process_thread(g, t)
+		ts_snapshot(t);
 	rcu_read_unlock();
 }
 

@@ -28,7 +28,11 @@ struct ts_slot {
 
 struct ts_pub {
 	struct ts_word word;
-	u32 tid;			/* owner's tid in the initial pid ns */
+	u32 tid;			/* owner's tid in the initial pid ns
+					 * when tracked, 0 once released; exec
+					 * can change a tid (de_thread()), so
+					 * an mmap reader will need an exec
+					 * probe to refresh it */
 	u32 gen;			/* bumped each time the slot is reused */
 };
 
@@ -68,7 +72,8 @@ static __always_inline bool ts_active(void)
 
 int ts_table_init(unsigned int nr_slots);
 void ts_table_exit(void);
-int ts_track(struct task_struct *t, unsigned int flags, bool snapshot);
+int ts_track(struct task_struct *t, unsigned int flags);
+void ts_snapshot(struct task_struct *t);
 bool ts_untrack(struct task_struct *t);
 void ts_track_existing(void);
 

@@ -17,10 +17,10 @@ VM_TIMEOUT=${VM_TIMEOUT:-1500}
 CROSS32=(CC=i686-linux-gnu-gcc EXTRA_LDFLAGS=-static)
 
 # What must never appear in a test boot's kernel log.
-BAD='BUG:|WARNING:|Oops|Kernel panic|Call Trace|general protection|'\
+BAD='BUG:|WARNING:|Oops|Kernel panic|Call Trace|'\
 'sleeping function called from invalid context|circular locking|'\
 'recursive locking|inconsistent lock state|lockdep|KASAN|UBSAN|'\
-'rcu: INFO|soft lockup|hung_task|blocked for more than'
+'rcu: INFO|soft lockup|hung_task|blocked for more than|general protection fault[:,]'
 
 passed=0 failed=0 skipped=0
 fail() { echo "not ok - $*"; failed=$((failed + 1)); }

@@ -58,11 +58,15 @@ static __inline__ __u64 taskstate_since_ns(__u64 word)
 /*
  * Nanoseconds spent in the current state, given "now" read from
  * CLOCK_BOOTTIME.  Computed modulo 2^61, so it stays right across the
- * wrap of the time field for any age below 2^61 ns.
+ * wrap of the time field for any age below 2^60 ns (36 years).  A "now"
+ * read a little before the word was written (another CPU, a clock read
+ * a few ns behind) gives 0, not a huge age.
  */
 static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
 {
-	return (now_ns - word) & TASKSTATE_TIME_MASK;
+	__u64 age = (now_ns - word) & TASKSTATE_TIME_MASK;
+
+	return age > (TASKSTATE_TIME_MASK >> 1) ? 0 : age;
 }
 
 static __inline__ const char *taskstate_state_name(unsigned int state)
