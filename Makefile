@@ -15,6 +15,8 @@ KDIR ?= /lib/modules/$(KERNELRELEASE)/build
 KERNELS ?= amd64 rt-amd64 686
 PREFIX ?= /usr/local
 DESTDIR ?=
+# Absolute: modules_install and the tools install run in other directories.
+override DESTDIR := $(abspath $(DESTDIR))
 
 all: module tools
 
@@ -41,10 +43,13 @@ install: module tools
 	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KERNELRELEASE)
 	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 
+# modules_install puts the module in extra/ (6.1) or updates/ (6.12), and
+# compresses it where the kernel's config says so (6.12: taskstate.ko.xz).
 uninstall:
-	rm -f $(DESTDIR)/lib/modules/$(KERNELRELEASE)/updates/taskstate.ko \
-	      $(DESTDIR)/lib/modules/$(KERNELRELEASE)/extra/taskstate.ko
-	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KERNELRELEASE)
+	rm -f $(DESTDIR)/lib/modules/$(KERNELRELEASE)/updates/taskstate.ko* \
+	      $(DESTDIR)/lib/modules/$(KERNELRELEASE)/extra/taskstate.ko*
+	if [ -d $(DESTDIR)/lib/modules/$(KERNELRELEASE) ]; then \
+		depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KERNELRELEASE); fi
 	rm -f $(DESTDIR)$(PREFIX)/bin/taskstate \
 	      $(DESTDIR)$(PREFIX)/lib/libtaskstate.a \
 	      $(DESTDIR)$(PREFIX)/include/libtaskstate.h \

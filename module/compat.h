@@ -30,8 +30,8 @@
  * 6.1: __schedule() dequeues a task that goes to sleep before the
  * tracepoint (deactivate_task() clears on_rq), but passes the sleep state
  * it read even when signal_pending_state() kept the task runnable.
- * 6.6+ (EEVDF delayed dequeue, 6.12): a sleeping fair task may stay on_rq
- * with se.sched_delayed set; it is not runnable.
+ * 6.12+ (EEVDF delayed dequeue): a sleeping fair task may stay on_rq with
+ * se.sched_delayed set; it is not runnable (as task_is_runnable() says).
  */
 static inline bool ts_task_queued(const struct task_struct *prev)
 {

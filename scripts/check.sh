@@ -88,6 +88,24 @@ run_kernel() {	# flavour
 	fi
 }
 
+# Host-side tests: DKMS on the 6.1 and 6.12 headers, make install.
+run_host_test() {	# dkms-test | install-test
+	local tap=$build/$1.tap rc
+	echo "# === $1 ==="
+	"$top/scripts/$1.sh" > "$tap" 2>&1
+	rc=$?
+	cat "$tap"
+	count "$tap"
+	# A bail-out before any test line is a failure too.
+	[ $rc = 0 ] || grep -q '^not ok ' "$tap" || fail "$1 (status $rc)"
+}
+
+mkdir -p "$build"
+if [ -n "${HOST_TESTS-dkms-test install-test}" ]; then
+	for t in ${HOST_TESTS-dkms-test install-test}; do
+		run_host_test "$t"
+	done
+fi
 if build_userspace; then
 	for k in $KERNELS; do
 		run_kernel "$k"

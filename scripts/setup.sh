@@ -54,6 +54,104 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Linux 6.12 headers from bookworm-backports, for the DKMS build test
+# (scripts/dkms-test.sh).  The backports suite is added, in a list file of
+# its own, on the mirror this machine already uses for the release itself,
+# read from its apt sources: the repository names no host.  The versioned
+# headers package is installed, not the linux-headers-amd64 meta package,
+# which must keep tracking the 6.1 kernel the VM tests boot.
+# shellcheck source=/dev/null
+BPO=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")-backports
+BPO_LIST=/etc/apt/sources.list.d/taskstate-backports.list
+
+# "deb [signed-by=FILE] URI <release>-backports main", from the first apt
+# source (deb822 or one-line) that serves the release itself.
+bpo_source_line() {
+	local rel=${BPO%-backports} f
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		awk -v rel="$rel" -v bpo="$BPO" '
+		BEGIN { RS = ""; FS = "\n" }
+		{
+			delete k
+			for (i = 1; i <= NF; i++) {
+				if ($i ~ /^#/ || $i !~ /^[A-Za-z-]+:/)
+					continue
+				key = tolower(substr($i, 1, index($i, ":") - 1))
+				val = substr($i, index($i, ":") + 1)
+				gsub(/^[ \t]+|[ \t]+$/, "", val)
+				k[key] = val
+			}
+			if (tolower(k["enabled"]) == "no" ||
+			    (" " k["types"] " ") !~ / deb / ||
+			    (" " k["suites"] " ") !~ (" " rel " "))
+				next
+			split(k["uris"], u, /[ \t]+/)
+			opt = k["signed-by"] ~ /^\// ? "[signed-by=" k["signed-by"] "] " : ""
+			print "deb " opt u[1] " " bpo " main"
+			exit
+		}' "$f"
+	done
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -f "$f" ] || continue
+		[ "$f" != "$BPO_LIST" ] || continue
+		awk -v rel="$rel" -v bpo="$BPO" '
+		$1 != "deb" { next }
+		{
+			i = 2; opt = ""
+			if ($2 ~ /^\[/) {
+				while (i <= NF && $i !~ /\]$/)
+					opt = opt $(i++) " "
+				opt = opt $(i++) " "
+			}
+			if ($(i + 1) == rel) {
+				print "deb " opt $i " " bpo " main"
+				exit
+			}
+		}' "$f"
+	done
+}
+
+# Write the list file unless another source already has the suite.
+bpo_source() {
+	local line
+	if grep -qsE "^[^#]*[[:space:]]$BPO([[:space:]]|$)" \
+	   /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+	   /etc/apt/sources.list.d/*.sources --exclude="${BPO_LIST##*/}"; then
+		return 0
+	fi
+	line=$(bpo_source_line | head -n1)
+	[ -n "$line" ] || { log "no apt source for ${BPO%-backports} to derive $BPO from"; exit 1; }
+	if [ "$(cat "$BPO_LIST" 2>/dev/null)" != "$line" ]; then
+		log "adding $BPO in $BPO_LIST"
+		echo "$line" > "$BPO_LIST"
+	fi
+}
+
+have_headers_612() {
+	dpkg-query -W -f='${Package} ${Status}\n' 'linux-headers-6.12*' 2>/dev/null |
+		grep -qE '^linux-headers-6\.12\.[^ ]*[0-9]-amd64 .* ok installed$'
+}
+
+bpo_source
+if ! have_headers_612; then
+	apt_update
+	bpo_ver=$(apt-cache madison linux-headers-amd64 |
+		  awk -F' *[|] *' -v s="$BPO/" 'index($3, s) { print $2; exit }')
+	hdr612=$(apt-cache show "linux-headers-amd64=${bpo_ver:-none}" 2>/dev/null |
+		 sed -n 's/^Depends: \(linux-headers-[^ ,]*\).*/\1/p' | head -n1)
+	case $hdr612 in
+	linux-headers-6.12.*) ;;
+	*) log "no 6.12 linux-headers-amd64 in $BPO (found '${bpo_ver:-none}')"; exit 1 ;;
+	esac
+	# By name and without -t: "-t $BPO" would also move the installed
+	# linux-image-amd64, linux-headers-amd64, linux-perf... to 6.12.  The
+	# package and what it depends on (its kbuild, its common headers, its
+	# kernel image) exist only in backports, so apt finds them there.
+	log "installing $hdr612 from $BPO"
+	apt-get install -y -qq --no-install-recommends "$hdr612" >/dev/null
+fi
+
 mkdir -p "$CACHE"
 
 # The kernel source, for kselftest_harness.h, kselftest.h and checkpatch.pl.

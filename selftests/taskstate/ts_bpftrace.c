@@ -140,7 +140,7 @@ TEST_F_TIMEOUT(bpf, module_agrees_with_bpftrace, 300)
 	pthread_join(th, NULL);
 
 	f = fopen(out, "r");
-	ASSERT_NE(NULL, f);
+	ASSERT_TRUE(f != NULL);
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%llu %d %d %d", &t, &prev, &prev_state,
 			   &next) != 4 || prev != tid)

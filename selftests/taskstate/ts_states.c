@@ -589,8 +589,8 @@ TEST_F(ts, debugfs_table)
 	w = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 1000);
 	ASSERT_NE(0, w);
 	f = fopen("/sys/kernel/debug/taskstate", "r");
-	ASSERT_NE(NULL, f);
-	ASSERT_NE(NULL, fgets(line, sizeof(line), f));
+	ASSERT_TRUE(f != NULL);
+	ASSERT_TRUE(fgets(line, sizeof(line), f) != NULL);
 	ASSERT_EQ(6, sscanf(line, "%15s %15s %15s %15s %15s %15s", hdr[0],
 			    hdr[1], hdr[2], hdr[3], hdr[4], hdr[5]));
 	EXPECT_STREQ("TID", hdr[0]);
@@ -633,6 +633,73 @@ TEST(debugfs_read_only)
 		EXPECT_EQ(-1, write(fd, "x", 1));
 		close(fd);
 	}
+}
+
+/*
+ * A thread that starts being tracked while it runs or sleeps gets its
+ * current state at once (the snapshot), with the time of the snapshot.
+ */
+TEST_F(ts, track_snapshots_current_state)
+{
+	struct tid_thread sleeper = { .futex = 0 }, spinner = { .cpu = -1 };
+	uint64_t t0, w, nr;
+	unsigned int st;
+
+	stop = 0;
+	ASSERT_LT(0, start_thread(&sleeper, wait_futex));
+	ASSERT_LT(0, start_thread(&spinner, spin));
+	ASSERT_NE(0, ts_wait_state(self->fd, sleeper.tid, TASKSTATE_SLEEPING,
+				   1000));
+	ASSERT_EQ(0, ts_untrack(self->fd, sleeper.tid, false, &nr));
+	ASSERT_EQ(1, nr);
+	ASSERT_EQ(0, ts_untrack(self->fd, spinner.tid, false, &nr));
+	ASSERT_EQ(1, nr);
+	ASSERT_EQ(0, ts_word_of(self->fd, sleeper.tid));
+
+	t0 = ts_now_ns();
+	ASSERT_EQ(0, ts_track(self->fd, sleeper.tid, false, &nr));
+	w = ts_word_of(self->fd, sleeper.tid);
+	EXPECT_EQ(TASKSTATE_SLEEPING, taskstate_state(w));
+	EXPECT_LE(t0, taskstate_since_ns(w));
+	ASSERT_EQ(0, ts_track(self->fd, spinner.tid, false, &nr));
+	st = ts_state_of(self->fd, spinner.tid);
+	EXPECT_TRUE(st == TASKSTATE_RUNNING || st == TASKSTATE_RUNNABLE)
+		TH_LOG("spinner is %s", ts_state_name(st));
+	stop = 1;
+	wake_futex(&sleeper);
+	pthread_join(sleeper.thread, NULL);
+	pthread_join(spinner.thread, NULL);
+}
+
+/*
+ * io_uring's workers are threads of the process made by create_io_thread(),
+ * which never passes sched_process_fork: they must be tracked too.
+ */
+TEST_F(ts, io_uring_worker_threads_are_tracked)
+{
+	struct taskstate_entry *e;
+	uint32_t params[30] = { 0 };	/* struct io_uring_params, 120 bytes */
+	uint32_t n, i, tracked = 0;
+	char comm[32];
+	uint64_t end;
+	int ring;
+
+	params[2] = 1U << 1;		/* .flags = IORING_SETUP_SQPOLL */
+	ring = syscall(__NR_io_uring_setup, 4, params);
+	if (ring < 0 && (errno == ENOSYS || errno == EPERM))
+		SKIP(return, "io_uring is not available: %s", strerror(errno));
+	ASSERT_LE(0, ring) TH_LOG("io_uring_setup: %s", strerror(errno));
+	/* The SQ poll thread is named iou-sqp-<pid>. */
+	end = ts_now_ns() + 2000000000ULL;
+	do {
+		ASSERT_LE(0, ts_list(self->fd, getpid(), &e, &n));
+		for (i = 0; i < n; i++)
+			tracked += ts_comm(e[i].tid, comm, sizeof(comm)) > 0 &&
+				   !strncmp(comm, "iou-sqp-", 8);
+		free(e);
+	} while (!tracked && ts_now_ns() < end && (ts_sleep_ms(10), 1));
+	EXPECT_EQ(1, tracked);
+	close(ring);
 }
 
 TEST_HARNESS_MAIN

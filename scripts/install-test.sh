@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make install` and `make uninstall` of the top Makefile, into a DESTDIR
+# with PREFIX=/usr, run on a copy of the sources (the work tree gets no
+# build products).  After install: the module under
+# DESTDIR/lib/modules/KVER/ with that kernel's vermagic, in DESTDIR's
+# modules.dep (depmod -b), the uapi header, libtaskstate.a, libtaskstate.h
+# and bin/taskstate, and a program builds against the installed headers
+# and library.  After uninstall: all of them gone.  Prints TAP; exits
+# non-zero on any failure.  Needs no root and changes nothing outside its
+# temporary directory.
+#
+#   scripts/install-test.sh [KVER...]   (default: Debian's 6.1 amd64 kernel,
+#                                        and the 6.12 one from backports
+#                                        when its headers are installed)
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+n=0 failed=0
+
+ok() {		# status, description
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "not ok $n $2"
+		failed=$((failed + 1))
+	fi
+}
+comment() { sed 's/^/# /'; }
+bail() { echo "Bail out! $*"; exit 1; }
+
+if [ $# -gt 0 ]; then
+	kvers=("$@")
+else
+	k61=$("$top/scripts/kernels.sh" amd64) || bail "no 6.1 amd64 kernel (run make deps)"
+	kvers=("$k61")
+	k612=$(dpkg-query -W -f='${Package} ${Status}\n' 'linux-headers-6.12*' 2>/dev/null |
+	       sed -n 's/^linux-headers-\(6\.12\.[^ ]*[0-9]-amd64\) .* ok installed$/\1/p' |
+	       sort -V | tail -n1)
+	[ -z "$k612" ] || kvers+=("$k612")
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The sources `make install` needs, without build products.
+stage() {	# directory
+	mkdir -p "$1"
+	(cd "$top" && cp Makefile Kbuild "$1/" &&
+	 find module include tools -name build -prune -o -type f \
+	      \( -name '*.[ch]' -o -name Makefile \) \
+	      -exec cp --parents -t "$1/" {} +)
+}
+
+# A user of the installed library: headers and archive from DESTDIR only.
+cat > "$tmp/user.c" <<'EOF'
+#include <stdio.h>
+#include <string.h>
+#include <libtaskstate.h>
+
+int main(void)
+{
+	__u64 w = taskstate_pack(TASKSTATE_BLOCKED, 42);
+
+	return strcmp(ts_state_name(taskstate_state(w)), "BLOCKED") != 0;
+}
+EOF
+
+echo "# make install / uninstall, DESTDIR PREFIX=/usr, on ${kvers[*]}"
+start=$(date +%s)
+
+for k in "${kvers[@]}"; do
+	src=$tmp/src-$k
+	dest=$tmp/root-$k
+	mods=$dest/lib/modules/$k
+	usr=$dest/usr
+	files=("$usr/bin/taskstate" "$usr/lib/libtaskstate.a"
+	       "$usr/include/libtaskstate.h" "$usr/include/linux/taskstate.h")
+	args=(DESTDIR="$dest" PREFIX=/usr KERNELRELEASE="$k")
+	stage "$src"
+
+	make -C "$src" "${args[@]}" install > "$tmp/install.log" 2>&1
+	rc=$?
+	[ $rc = 0 ] || tail -n 30 "$tmp/install.log" | comment
+	ok $rc "$k: make install"
+
+	ko=$(find "$mods" -name 'taskstate.ko*' 2>/dev/null)
+	[ -n "$ko" ] && [ "$(echo "$ko" | wc -l)" = 1 ]
+	ok $? "$k: module installed (${ko#"$dest"})"
+
+	vm=$(modinfo -F vermagic "${ko:-/nonexistent}" 2>/dev/null)
+	[ "${vm%% *}" = "$k" ]
+	ok $? "$k: module vermagic '$vm'"
+
+	[ -n "$ko" ] && grep -q "^${ko#"$mods"/}:" "$mods/modules.dep" 2>/dev/null &&
+		[ "$(modinfo -b "$dest" -k "$k" -F filename taskstate 2>/dev/null)" = "$ko" ]
+	ok $? "$k: in DESTDIR's modules.dep"
+
+	rc=0
+	for f in "${files[@]}"; do
+		[ -s "$f" ] || { echo "# missing: ${f#"$dest"}"; rc=1; }
+	done
+	[ -x "$usr/bin/taskstate" ] || rc=1
+	cmp -s "$usr/include/linux/taskstate.h" "$top/include/uapi/linux/taskstate.h" || rc=1
+	ok $rc "$k: bin/taskstate, lib/libtaskstate.a, include/libtaskstate.h, include/linux/taskstate.h"
+
+	cc -I"$usr/include" -o "$tmp/user" "$tmp/user.c" "$usr/lib/libtaskstate.a" \
+		> "$tmp/cc.log" 2>&1 && "$tmp/user"
+	rc=$?
+	[ $rc = 0 ] || comment < "$tmp/cc.log"
+	ok $rc "$k: a program builds and runs against the installed header and library"
+
+	make -C "$src" "${args[@]}" uninstall > "$tmp/uninstall.log" 2>&1
+	rc=$?
+	[ $rc = 0 ] || tail -n 30 "$tmp/uninstall.log" | comment
+	ok $rc "$k: make uninstall"
+
+	left=$(find "$mods" -name 'taskstate.ko*' 2>/dev/null)
+	[ -z "$left" ] && ! grep -q taskstate "$mods/modules.dep" 2>/dev/null
+	rc=$?
+	[ $rc = 0 ] || echo "# left: ${left#"$dest"}"
+	ok $rc "$k: module gone, and from modules.dep"
+
+	rc=0
+	for f in "${files[@]}"; do
+		[ ! -e "$f" ] || { echo "# left: ${f#"$dest"}"; rc=1; }
+	done
+	ok $rc "$k: user-space files gone"
+done
+
+echo "1..$n"
+echo "# install-test: $((n - failed)) passed, $failed failed, $(( $(date +%s) - start )) s"
+[ $failed = 0 ]

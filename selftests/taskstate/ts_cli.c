@@ -1,0 +1,1433 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The taskstate command ($TS_BIN/taskstate), run the way a user runs it:
+ * its output must show what the module reports for a workload whose states
+ * the test provokes.  Each test has two children: one asleep in nanosleep()
+ * and one stopped with SIGSTOP, each with its own comm.  The fixture
+ * tracks both with "taskstate track -p PID" (needed with track_all=0, a
+ * no-op that says the same with track_all=1) and checks what it prints.
+ *
+ * Values are never written into the test: what the command prints is
+ * compared with what the module answers through libtaskstate (ts_sample()
+ * and ts_info()) around the command's run.
+ *
+ * Needs TS_BIN (the directory holding taskstate), the module loaded and
+ * CAP_PERFMON.  Works with track_all=1 and 0, as a 64-bit binary and as a
+ * 32-bit static one on a busybox-only guest.  "watch" runs on a pseudo-
+ * terminal; where no devpts is mounted at /dev/pts (the 686 guest's
+ * initramfs) the test mounts a private one in a mount namespace of its own.
+ */
+#include <ctype.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include "kselftest_harness.h"
+#include "common.h"
+
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER	_IO('T', 0x41)
+#endif
+
+#define SLEEPER_COMM	"ts_cli_sleeper"
+#define STOPPED_COMM	"ts_cli_stopped"
+
+#define RUN_TIMEOUT_MS	20000	/* one command, under TCG emulation */
+#define NS_PER_MS	1000000ULL
+
+/* The exit status the command documents. */
+#define EXIT_OK		0
+#define EXIT_ERROR	1
+#define EXIT_USAGE	2
+
+/* What watch writes on a terminal (tools/taskstate.c). */
+#define ESC_HOME	"\033[H"		/* each redraw starts here */
+#define ESC_END		"\033[J"		/* and ends here */
+#define ESC_ENTER	"\033[?1049h\033[?25l"	/* alternate screen, no cursor */
+#define ESC_LEAVE	"\033[?25h\033[?1049l"	/* and back */
+#define ESC_REVERSE	"\033[7m"		/* a stuck row */
+
+/* --- growing NUL-terminated buffers --------------------------------------- */
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+static void buf_add(struct buf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		b->cap = (b->len + n + 1) * 2;
+		b->p = realloc(b->p, b->cap);
+		if (!b->p)
+			abort();
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void buf_free(struct buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Occurrences of needle in s. */
+static int count_str(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, needle)); s += strlen(needle))
+		n++;
+	return n;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* The next line of *p, its '\n' replaced by a NUL; NULL at the end. */
+static char *next_line(char **p)
+{
+	char *line = *p, *nl;
+
+	if (!line || !*line)
+		return NULL;
+	nl = strchr(line, '\n');
+	if (nl) {
+		*nl = '\0';
+		*p = nl + 1;
+	} else {
+		*p = line + strlen(line);
+	}
+	return line;
+}
+
+#define NUM(v)	num_str((char[24]){ 0 }, (unsigned long long)(v))
+
+static char *num_str(char *buf, unsigned long long v)
+{
+	snprintf(buf, 24, "%llu", v);
+	return buf;
+}
+
+/* --- running the command ---------------------------------------------------- */
+
+struct run {
+	int status;		/* waitpid() status, -1 if it had to be killed */
+	struct buf out, err;
+	uint64_t t0, t1;	/* CLOCK_BOOTTIME before the fork, after the end */
+};
+
+/* Exit code, 128 + signal if killed by one, -1 if it hung. */
+static int status_code(int status)
+{
+	if (status == -1)
+		return -1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return -2;
+}
+
+#define RUN_LOG(r) TH_LOG("exit code %d\n--- stdout:\n%s--- stderr:\n%s---", \
+			  status_code((r)->status), \
+			  (r)->out.p ? (r)->out.p : "", \
+			  (r)->err.p ? (r)->err.p : "")
+
+/*
+ * Run "taskstate ARGS..." (a NULL-terminated list) with stdin /dev/null
+ * and stdout and stderr collected; killed if it runs for too long.
+ */
+static void run_cli(struct __test_metadata *_metadata, const char *cli,
+		    struct run *r, ...)
+{
+	char *argv[16] = { "taskstate" };
+	struct pollfd p[2];
+	int out[2], err[2], n = 1, open_fds = 2;
+	uint64_t end;
+	va_list ap;
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	buf_add(&r->out, "", 0);
+	buf_add(&r->err, "", 0);
+	va_start(ap, r);
+	while ((argv[n] = va_arg(ap, char *)))
+		ASSERT_GT(15, n++);
+	va_end(ap);
+
+	ASSERT_EQ(0, pipe2(out, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(err, O_CLOEXEC));
+	r->t0 = ts_now_ns();
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 ||
+		    dup2(err[1], 2) < 0)
+			_exit(126);
+		execv(cli, argv);
+		dprintf(2, "exec %s: %s\n", cli, strerror(errno));
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	p[0] = (struct pollfd){ .fd = out[0], .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = err[0], .events = POLLIN };
+	end = r->t0 + RUN_TIMEOUT_MS * NS_PER_MS;
+	while (open_fds) {
+		uint64_t now = ts_now_ns();
+		char chunk[4096];
+		int i;
+
+		if (now >= end || poll(p, 2, (end - now) / NS_PER_MS + 1) < 0)
+			break;
+		for (i = 0; i < 2; i++) {
+			ssize_t len;
+
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			len = read(p[i].fd, chunk, sizeof(chunk));
+			if (len > 0) {
+				buf_add(i ? &r->err : &r->out, chunk, len);
+			} else if (len == 0 || errno != EINTR) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				open_fds--;
+			}
+		}
+	}
+	if (open_fds)
+		kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &r->status, 0));
+	if (open_fds)
+		r->status = -1;
+	r->t1 = ts_now_ns();
+	if (p[0].fd >= 0)
+		close(p[0].fd);
+	if (p[1].fd >= 0)
+		close(p[1].fd);
+}
+
+static void run_free(struct run *r)
+{
+	buf_free(&r->out);
+	buf_free(&r->err);
+}
+
+/* A failure as documented: exit code, nothing on stdout, one line on stderr. */
+static void expect_failure(struct __test_metadata *_metadata,
+			   const struct run *r, int code, const char *mention)
+{
+	EXPECT_EQ(code, status_code(r->status)) RUN_LOG(r);
+	EXPECT_STREQ("", r->out.p) RUN_LOG(r);
+	/* One line: not empty, its only newline at its end. */
+	EXPECT_LT(1, r->err.len) RUN_LOG(r);
+	EXPECT_EQ(1, count_str(r->err.p, "\n")) RUN_LOG(r);
+	EXPECT_TRUE(ends_with(r->err.p, "\n")) RUN_LOG(r);
+	EXPECT_TRUE(strstr(r->err.p, "taskstate") == r->err.p) RUN_LOG(r);
+	if (mention)
+		EXPECT_TRUE(strstr(r->err.p, mention) != NULL)
+			TH_LOG("the reason does not name '%s'", mention);
+}
+
+/* --- what the command prints ---------------------------------------------- */
+
+/* One table row as format_row() writes it: TID TGID STATE SINCE AGE COMM. */
+struct row {
+	uint32_t tid, tgid;
+	char state[16];
+	uint64_t since, age;
+	char comm[64];
+};
+
+static bool parse_row(const char *line, struct row *r)
+{
+	int end = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (!isspace((unsigned char)*line) && !isdigit((unsigned char)*line))
+		return false;
+	if (sscanf(line, "%" SCNu32 " %" SCNu32 " %15s %" SCNu64 " %" SCNu64
+		   " %n", &r->tid, &r->tgid, r->state, &r->since, &r->age,
+		   &end) != 5 || !end || !line[end])
+		return false;
+	snprintf(r->comm, sizeof(r->comm), "%s", line + end);
+	return ts_state_from_name(r->state) >= 0 &&
+	       !strcmp(r->state, ts_state_name(ts_state_from_name(r->state)));
+}
+
+/* The table header: exactly the columns TID TGID STATE SINCE_NS AGE_NS COMM. */
+static bool is_table_header(const char *line)
+{
+	static const char *const cols[] = {
+		"TID", "TGID", "STATE", "SINCE_NS", "AGE_NS", "COMM", NULL,
+	};
+	char copy[256], *tok, *save;
+	int i = 0;
+
+	snprintf(copy, sizeof(copy), "%s", line);
+	for (tok = strtok_r(copy, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save))
+		if (!cols[i] || strcmp(tok, cols[i++]))
+			return false;
+	return !cols[i];
+}
+
+/*
+ * watch's first line: "taskstate HH:MM:SS  threads N  stuck S (> MS ms)",
+ * then "  q: quit" when it reads keys.
+ */
+struct watch_head {
+	unsigned int threads, stuck;
+	uint64_t stuck_ms;
+	bool keys;
+};
+
+static bool parse_watch_head(const char *line, struct watch_head *h)
+{
+	char when[16];
+	int end = 0;
+
+	memset(h, 0, sizeof(*h));
+	if (sscanf(line, "taskstate %15[0-9:]  threads %u  stuck %u (> %"
+		   SCNu64 " ms)%n", when, &h->threads, &h->stuck, &h->stuck_ms,
+		   &end) != 4 || !end || strlen(when) != 8)
+		return false;
+	h->keys = !strcmp(line + end, "  q: quit");
+	return h->keys || !line[end];
+}
+
+/*
+ * watch's second line: "NONE n  RUNNING n  ...  DEAD n", every state in
+ * order.  Fills count[] and returns their sum, or -1.
+ */
+static int parse_watch_counts(const char *line,
+			      unsigned int count[TASKSTATE_NR_STATES])
+{
+	unsigned int s;
+	int sum = 0;
+
+	for (s = 0; s < TASKSTATE_NR_STATES; s++) {
+		char name[16];
+		int end = 0;
+
+		if (sscanf(line, "%15s %u%n", name, &count[s], &end) != 2 ||
+		    strcmp(name, ts_state_name(s)))
+			return -1;
+		sum += count[s];
+		line += end;
+		if (s + 1 < TASKSTATE_NR_STATES && strncmp(line, "  ", 2))
+			return -1;
+	}
+	return *line ? -1 : sum;
+}
+
+/*
+ * A minimal JSON validator (RFC 8259 grammar, no semantics): objects with
+ * quoted keys, arrays, strings, numbers, literals.  Returns the end of the
+ * value, or NULL.
+ */
+static const char *json_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *json_string(const char *p)
+{
+	int i;
+
+	if (*p++ != '"')
+		return NULL;
+	for (; *p != '"'; p++) {
+		if ((unsigned char)*p < 0x20)	/* also the end of the text */
+			return NULL;
+		if (*p != '\\')
+			continue;
+		p++;
+		if (*p == 'u') {
+			for (i = 1; i <= 4; i++)
+				if (!isxdigit((unsigned char)p[i]))
+					return NULL;
+			p += 4;
+		} else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+			return NULL;
+		}
+	}
+	return p + 1;
+}
+
+static const char *json_number(const char *p)
+{
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (isdigit((unsigned char)*p))
+		while (isdigit((unsigned char)*p))
+			p++;
+	else
+		return NULL;
+	if (*p == '.') {
+		if (!isdigit((unsigned char)*++p))
+			return NULL;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	if (*p == 'e' || *p == 'E') {
+		if (*++p == '+' || *p == '-')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			return NULL;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	return p;
+}
+
+static const char *json_value(const char *p, int depth)
+{
+	bool object;
+
+	p = json_ws(p);
+	if (depth > 32)
+		return NULL;
+	switch (*p) {
+	case '{':
+	case '[':
+		object = *p == '{';
+		p = json_ws(p + 1);
+		if (*p == (object ? '}' : ']'))
+			return p + 1;
+		for (;;) {
+			if (object) {
+				p = json_string(p);	/* keys are quoted */
+				if (!p)
+					return NULL;
+				p = json_ws(p);
+				if (*p++ != ':')
+					return NULL;
+			}
+			p = json_value(p, depth + 1);
+			if (!p)
+				return NULL;
+			p = json_ws(p);
+			if (*p == (object ? '}' : ']'))
+				return p + 1;
+			if (*p++ != ',')
+				return NULL;
+			p = json_ws(p);
+		}
+	case '"':
+		return json_string(p);
+	case 't':
+		return strncmp(p, "true", 4) ? NULL : p + 4;
+	case 'f':
+		return strncmp(p, "false", 5) ? NULL : p + 5;
+	case 'n':
+		return strncmp(p, "null", 4) ? NULL : p + 4;
+	default:
+		return json_number(p);
+	}
+}
+
+/* s is one JSON array and nothing else. */
+static bool json_is_array(const char *s)
+{
+	const char *p = json_ws(s), *end;
+
+	if (*p != '[')
+		return false;
+	end = json_value(p, 0);
+	return end && !*json_ws(end);
+}
+
+/* --- the fixture: a sleeping and a stopped child, both tracked -------------- */
+
+FIXTURE(cli) {
+	int fd;
+	struct taskstate_info info;
+	char cli[PATH_MAX];
+	pid_t sleeper;		/* in nanosleep(), comm SLEEPER_COMM */
+	pid_t stopped;		/* stopped by SIGSTOP, comm STOPPED_COMM */
+};
+
+/*
+ * A SKIP() in FIXTURE_SETUP does not keep the 6.1 harness from running
+ * the test: each test starts with this.
+ */
+#define NEED_SETUP() do { if (_metadata->skip) return; } while (0)
+
+/* A child that names itself comm and sleeps; returns once it is named. */
+static pid_t start_child(const char *comm)
+{
+	int sync[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(sync))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct timespec ts = { 3600, 0 };
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_NAME, comm);
+		close(sync[0]);
+		if (write(sync[1], "x", 1) != 1)
+			_exit(1);
+		close(sync[1]);
+		for (;;)
+			nanosleep(&ts, NULL);
+	}
+	close(sync[1]);
+	if (pid > 0 && read(sync[0], &c, 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(sync[0]);
+	return pid;
+}
+
+/* "taskstate track -p PID" as documented, and the module then sees state. */
+static void track_process(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(cli) *self, pid_t pid,
+			  unsigned int state)
+{
+	char want[64];
+	struct run r;
+
+	run_cli(_metadata, self->cli, &r, "track", "-p", NUM(pid), NULL);
+	snprintf(want, sizeof(want), "tracked 1 thread of process %d\n", pid);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	ASSERT_STREQ(want, r.out.p) RUN_LOG(&r);
+	ASSERT_STREQ("", r.err.p) RUN_LOG(&r);
+	run_free(&r);
+	ASSERT_NE(0, ts_wait_state(self->fd, pid, state, 5000))
+		TH_LOG("pid %d: state %s, wanted %s", pid,
+		       ts_state_name(ts_state_of(self->fd, pid)),
+		       ts_state_name(state));
+}
+
+FIXTURE_SETUP(cli)
+{
+	const char *bin = getenv("TS_BIN");
+	int status;
+
+	self->fd = -1;
+	if (!bin || !*bin)
+		SKIP(return, "TS_BIN is not set: it names the directory of the taskstate command");
+	snprintf(self->cli, sizeof(self->cli), "%s/taskstate", bin);
+	ASSERT_EQ(0, access(self->cli, X_OK))
+		TH_LOG("%s: %s", self->cli, strerror(errno));
+
+	self->fd = ts_open();
+	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", ts_dev_path(),
+				      strerror(-self->fd));
+	ASSERT_EQ(0, ts_info(self->fd, &self->info));
+
+	self->sleeper = start_child(SLEEPER_COMM);
+	ASSERT_LT(0, self->sleeper);
+	self->stopped = start_child(STOPPED_COMM);
+	ASSERT_LT(0, self->stopped);
+	ASSERT_EQ(0, kill(self->stopped, SIGSTOP));
+	ASSERT_EQ(self->stopped, waitpid(self->stopped, &status, WUNTRACED));
+	ASSERT_TRUE(WIFSTOPPED(status));
+
+	if (!self->info.track_all) {
+		/* Nothing is tracked unless asked for. */
+		ASSERT_EQ(0, ts_word_of(self->fd, self->sleeper));
+		ASSERT_EQ(0, ts_word_of(self->fd, self->stopped));
+	}
+	track_process(_metadata, self, self->sleeper, TASKSTATE_SLEEPING);
+	track_process(_metadata, self, self->stopped, TASKSTATE_STOPPED);
+}
+
+FIXTURE_TEARDOWN(cli)
+{
+	pid_t pids[2] = { self->sleeper, self->stopped };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (pids[i] <= 0)
+			continue;
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+	ts_close(self->fd);
+}
+
+/* The word of pid, which must be in state and stay put. */
+static uint64_t settled_word(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(cli) *self, pid_t pid,
+			     unsigned int state)
+{
+	uint64_t w = ts_word_of(self->fd, pid);
+
+	EXPECT_EQ(state, taskstate_state(w))
+		TH_LOG("pid %d is %s", pid, ts_state_name(taskstate_state(w)));
+	return w;
+}
+
+/* r is the row of pid, word w, comm comm, as read between r->t0 and r->t1. */
+static void expect_row(struct __test_metadata *_metadata, const struct row *row,
+		       pid_t pid, uint64_t w, const char *comm,
+		       const struct run *r)
+{
+	uint64_t since = taskstate_since_ns(w);
+
+	EXPECT_EQ(pid, row->tid);
+	EXPECT_EQ(pid, row->tgid);
+	EXPECT_STREQ(ts_state_name(taskstate_state(w)), row->state);
+	EXPECT_EQ(since, row->since);
+	/* The command's "now" was read while it ran. */
+	EXPECT_LE(taskstate_age_ns(w, r->t0), row->age);
+	EXPECT_GE(taskstate_age_ns(w, r->t1), row->age);
+	EXPECT_STREQ(comm, row->comm);
+}
+
+/* --- track, untrack, bad input, help ---------------------------------------- */
+
+/*
+ * The fixture tracked both children with "track -p" and checked the
+ * message.  Here: untrack, untrack again, track a thread, untrack it, as
+ * the module sees it and as the command says it.
+ */
+TEST_F(cli, track_untrack)
+{
+	pid_t pid = self->sleeper;
+	char want[64];
+	struct run r;
+	uint64_t w;
+
+	NEED_SETUP();
+
+	run_cli(_metadata, self->cli, &r, "untrack", "-p", NUM(pid), NULL);
+	snprintf(want, sizeof(want), "untracked 1 thread of process %d\n", pid);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ(want, r.out.p) RUN_LOG(&r);
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	run_free(&r);
+	EXPECT_EQ(0, ts_word_of(self->fd, pid));
+
+	/* Gone from the list too: show prints the header alone. */
+	run_cli(_metadata, self->cli, &r, "show", "-p", NUM(pid), NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_EQ(1, count_str(r.out.p, "\n")) RUN_LOG(&r);
+	EXPECT_TRUE(is_table_header(strtok(r.out.p, "\n"))) RUN_LOG(&r);
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "untrack", "-p", NUM(pid), NULL);
+	snprintf(want, sizeof(want), "untracked 0 threads of process %d\n", pid);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ(want, r.out.p) RUN_LOG(&r);
+	run_free(&r);
+
+	/* A thread: tracked with a snapshot taken by this very command. */
+	run_cli(_metadata, self->cli, &r, "track", NUM(pid), NULL);
+	snprintf(want, sizeof(want), "tracked 1 thread (tid %d)\n", pid);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ(want, r.out.p) RUN_LOG(&r);
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	w = ts_word_of(self->fd, pid);
+	EXPECT_EQ(TASKSTATE_SLEEPING, taskstate_state(w));
+	EXPECT_LE(r.t0, taskstate_since_ns(w));
+	EXPECT_GE(r.t1, taskstate_since_ns(w));
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "untrack", NUM(pid), NULL);
+	snprintf(want, sizeof(want), "untracked 1 thread (tid %d)\n", pid);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ(want, r.out.p) RUN_LOG(&r);
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	run_free(&r);
+	EXPECT_EQ(0, ts_word_of(self->fd, pid));
+
+	/* And back, for the stopped child too. */
+	track_process(_metadata, self, pid, TASKSTATE_SLEEPING);
+	track_process(_metadata, self, self->stopped, TASKSTATE_STOPPED);
+}
+
+/* A pid that no task has: a child's, reaped. */
+static pid_t free_pid(void)
+{
+	int tries;
+
+	for (tries = 0; tries < 10; tries++) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(0);
+		if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+			return -1;
+		if (kill(pid, 0) && errno == ESRCH)
+			return pid;
+	}
+	return -1;
+}
+
+TEST_F(cli, bad_input)
+{
+	struct run r;
+	pid_t gone;
+
+	NEED_SETUP();
+	gone = free_pid();
+	ASSERT_LT(0, gone);
+
+	run_cli(_metadata, self->cli, &r, "track", "abc", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'abc'");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "track", "0", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'0'");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "track", "-p", NUM(gone), NULL);
+	expect_failure(_metadata, &r, EXIT_ERROR, NUM(gone));
+	EXPECT_TRUE(strstr(r.err.p, strerror(ESRCH)) != NULL) RUN_LOG(&r);
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "track", NUM(gone), NULL);
+	expect_failure(_metadata, &r, EXIT_ERROR, NUM(gone));
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "untrack", "-p", NUM(gone), NULL);
+	expect_failure(_metadata, &r, EXIT_ERROR, NUM(gone));
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "track", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "ID");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "show", "-p", "abc", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'abc'");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "watch", "--count", "0", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'0'");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "frobnicate", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'frobnicate'");
+	run_free(&r);
+
+	/* Nothing was tracked by the failures. */
+	EXPECT_EQ(0, ts_word_of(self->fd, gone));
+}
+
+TEST_F(cli, help)
+{
+	static const char *const cmds[] = {
+		"track", "untrack", "show", "watch", "info",
+	};
+	static const char *const flags[] = { "--help", "-h" };
+	char want[64];
+	struct run r;
+	size_t i, j;
+
+	NEED_SETUP();
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		for (j = 0; j < 2; j++) {
+			run_cli(_metadata, self->cli, &r, cmds[i], flags[j],
+				NULL);
+			snprintf(want, sizeof(want), "Usage: taskstate %s",
+				 cmds[i]);
+			EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+			EXPECT_TRUE(strstr(r.out.p, want) == r.out.p) RUN_LOG(&r);
+			EXPECT_TRUE(ends_with(r.out.p, "\n")) RUN_LOG(&r);
+			EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+			run_free(&r);
+		}
+	}
+	run_cli(_metadata, self->cli, &r, "--help", NULL);
+	EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_TRUE(strstr(r.out.p, "Usage: taskstate COMMAND") == r.out.p)
+		RUN_LOG(&r);
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		snprintf(want, sizeof(want), "\n  %s ", cmds[i]);
+		EXPECT_TRUE(strstr(r.out.p, want) != NULL) RUN_LOG(&r);
+	}
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	run_free(&r);
+}
+
+/* --- show ------------------------------------------------------------------- */
+
+/* "show -p PID": the header and exactly one row, the module's word. */
+static void check_show(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(cli) *self, pid_t pid, unsigned int state,
+		       const char *comm)
+{
+	uint64_t w = settled_word(_metadata, self, pid, state);
+	char *p, *line;
+	struct row row;
+	struct run r;
+
+	run_cli(_metadata, self->cli, &r, "show", "-p", NUM(pid), NULL);
+	ASSERT_EQ(w, ts_word_of(self->fd, pid)) TH_LOG("the word moved");
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	ASSERT_EQ(2, count_str(r.out.p, "\n")) RUN_LOG(&r);
+	ASSERT_TRUE(ends_with(r.out.p, "\n")) RUN_LOG(&r);
+	p = r.out.p;
+	line = next_line(&p);
+	EXPECT_TRUE(is_table_header(line)) TH_LOG("header: '%s'", line);
+	line = next_line(&p);
+	ASSERT_TRUE(parse_row(line, &row)) TH_LOG("row: '%s'", line);
+	expect_row(_metadata, &row, pid, w, comm, &r);
+	run_free(&r);
+}
+
+TEST_F(cli, show_pid)
+{
+	NEED_SETUP();
+	check_show(_metadata, self, self->sleeper, TASKSTATE_SLEEPING,
+		   SLEEPER_COMM);
+	check_show(_metadata, self, self->stopped, TASKSTATE_STOPPED,
+		   STOPPED_COMM);
+}
+
+/* "show": every tracked thread, sorted by tid, both children among them. */
+TEST_F(cli, show_all)
+{
+	int rows = 0, found = 0;
+	uint32_t last_tid = 0;
+	uint64_t ws, wt;
+	char *p, *line;
+	struct row row;
+	struct run r;
+
+	NEED_SETUP();
+	ws = settled_word(_metadata, self, self->sleeper, TASKSTATE_SLEEPING);
+	wt = settled_word(_metadata, self, self->stopped, TASKSTATE_STOPPED);
+	run_cli(_metadata, self->cli, &r, "show", NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	p = r.out.p;
+	line = next_line(&p);
+	ASSERT_TRUE(line != NULL);
+	EXPECT_TRUE(is_table_header(line)) TH_LOG("header: '%s'", line);
+	while ((line = next_line(&p))) {
+		ASSERT_TRUE(parse_row(line, &row)) TH_LOG("row: '%s'", line);
+		EXPECT_LT(last_tid, row.tid) TH_LOG("not sorted: '%s'", line);
+		last_tid = row.tid;
+		rows++;
+		if (row.tid == (uint32_t)self->sleeper) {
+			expect_row(_metadata, &row, self->sleeper, ws,
+				   SLEEPER_COMM, &r);
+			found++;
+		} else if (row.tid == (uint32_t)self->stopped) {
+			expect_row(_metadata, &row, self->stopped, wt,
+				   STOPPED_COMM, &r);
+			found++;
+		}
+	}
+	EXPECT_EQ(2, found) RUN_LOG(&r);
+	EXPECT_LE(2, rows);
+	run_free(&r);
+}
+
+/*
+ * "show -p PID --json": one array holding exactly the object of the
+ * child, in print_json()'s formatting, with the module's values.
+ */
+static void check_json(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(cli) *self, pid_t pid, unsigned int state,
+		       const char *comm)
+{
+	uint64_t w = settled_word(_metadata, self, pid, state), age;
+	char head[256], want[512], *end;
+	const char *obj;
+	struct run r;
+
+	run_cli(_metadata, self->cli, &r, "show", "-p", NUM(pid), "--json",
+		NULL);
+	ASSERT_EQ(w, ts_word_of(self->fd, pid)) TH_LOG("the word moved");
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	EXPECT_TRUE(json_is_array(r.out.p)) RUN_LOG(&r);
+	EXPECT_EQ(1, count_str(r.out.p, "{")) RUN_LOG(&r);
+	EXPECT_EQ(1, count_str(r.out.p, "}")) RUN_LOG(&r);
+
+	snprintf(head, sizeof(head),
+		 "{\"tid\": %d, \"tgid\": %d, \"state\": \"%s\", "
+		 "\"since_ns\": %" PRIu64 ", \"age_ns\": ", pid, pid,
+		 ts_state_name(state), (uint64_t)taskstate_since_ns(w));
+	obj = strstr(r.out.p, head);
+	ASSERT_TRUE(obj != NULL) TH_LOG("no '%s' in:\n%s", head, r.out.p);
+	errno = 0;
+	age = strtoull(obj + strlen(head), &end, 10);
+	ASSERT_TRUE(!errno && end != obj + strlen(head)) RUN_LOG(&r);
+	snprintf(want, sizeof(want),
+		 "[\n  %s%" PRIu64 ", \"comm\": \"%s\"}\n]\n", head, age, comm);
+	EXPECT_STREQ(want, r.out.p);
+	EXPECT_LE(taskstate_age_ns(w, r.t0), age);
+	EXPECT_GE(taskstate_age_ns(w, r.t1), age);
+	run_free(&r);
+}
+
+TEST_F(cli, show_json)
+{
+	struct run r;
+	char want[64];
+
+	NEED_SETUP();
+	check_json(_metadata, self, self->sleeper, TASKSTATE_SLEEPING,
+		   SLEEPER_COMM);
+	check_json(_metadata, self, self->stopped, TASKSTATE_STOPPED,
+		   STOPPED_COMM);
+
+	/* All threads: still one valid array, both children in it. */
+	run_cli(_metadata, self->cli, &r, "show", "--json", NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_TRUE(json_is_array(r.out.p)) RUN_LOG(&r);
+	snprintf(want, sizeof(want), "{\"tid\": %d, \"tgid\": %d, ",
+		 self->sleeper, self->sleeper);
+	EXPECT_TRUE(strstr(r.out.p, want) != NULL) RUN_LOG(&r);
+	snprintf(want, sizeof(want), "{\"tid\": %d, \"tgid\": %d, ",
+		 self->stopped, self->stopped);
+	EXPECT_TRUE(strstr(r.out.p, want) != NULL) RUN_LOG(&r);
+	run_free(&r);
+}
+
+/* --- info ------------------------------------------------------------------- */
+
+TEST_F(cli, info)
+{
+	static const char *const keys[] = {
+		"abi_version", "state_shift", "time_bits", "clock_id",
+		"max_threads", "batch_max", "track_all", "nr_tracked",
+		"nr_untracked",
+	};
+	struct taskstate_info info;
+	uint64_t val[9];
+	char *p, *line;
+	struct run r;
+	int i = 0;
+
+	NEED_SETUP();
+	run_cli(_metadata, self->cli, &r, "info", NULL);
+	ASSERT_EQ(0, ts_info(self->fd, &info));
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	ASSERT_TRUE(ends_with(r.out.p, "\n")) RUN_LOG(&r);
+	p = r.out.p;
+	while ((line = next_line(&p))) {
+		char key[32];
+		int end = 0;
+
+		ASSERT_GT(9, i) RUN_LOG(&r);
+		ASSERT_EQ(2, sscanf(line, "%31[a-z_]: %" SCNu64 "%n", key,
+				    &val[i], &end)) TH_LOG("line '%s'", line);
+		EXPECT_EQ(0, line[end]) TH_LOG("line '%s'", line);
+		EXPECT_TRUE(isdigit((unsigned char)line[strlen(key) + 2]))
+			TH_LOG("line '%s'", line);
+		EXPECT_STREQ(keys[i], key);
+		i++;
+	}
+	ASSERT_EQ(9, i) RUN_LOG(&r);
+	EXPECT_EQ(TASKSTATE_ABI_VERSION, val[0]);
+	EXPECT_EQ(1, val[0]);
+	EXPECT_EQ(info.abi_version, val[0]);
+	EXPECT_EQ(info.state_shift, val[1]);
+	EXPECT_EQ(info.time_bits, val[2]);
+	EXPECT_EQ(info.clock_id, val[3]);
+	EXPECT_EQ(info.max_threads, val[4]);
+	EXPECT_EQ(info.batch_max, val[5]);
+	EXPECT_EQ(info.track_all, val[6]);
+	EXPECT_EQ(self->info.track_all, val[6]);
+	/* At least our two children are tracked, whatever the mode. */
+	EXPECT_LE(2, val[7]);
+	EXPECT_GE(info.max_threads, val[7]);
+	run_free(&r);
+}
+
+/* --- watch, plain: stdout a pipe ---------------------------------------------- */
+
+/*
+ * "watch --count 2 -p PID" into a pipe: two blocks of plain lines, one
+ * empty line between them, no escape byte; each shows the sleeper.
+ */
+TEST_F(cli, watch_pipe)
+{
+	unsigned int count[TASKSTATE_NR_STATES];
+	int blocks = 0, empty = 0, nr = 0;
+	pid_t pid = self->sleeper;
+	struct watch_head head;
+	char *p, *line;
+	struct row row;
+	struct run r;
+	uint64_t w;
+
+	NEED_SETUP();
+	w = settled_word(_metadata, self, pid, TASKSTATE_SLEEPING);
+	run_cli(_metadata, self->cli, &r, "watch", "--count", "2", "-p",
+		NUM(pid), NULL);
+	ASSERT_EQ(w, ts_word_of(self->fd, pid)) TH_LOG("the word moved");
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	EXPECT_TRUE(memchr(r.out.p, 0x1b, r.out.len) == NULL) RUN_LOG(&r);
+	EXPECT_EQ(strlen(r.out.p), r.out.len);
+	ASSERT_TRUE(ends_with(r.out.p, "\n")) RUN_LOG(&r);
+	EXPECT_FALSE(ends_with(r.out.p, "\n\n")) RUN_LOG(&r);
+	/* One interval (1000 ms by default) between the two refreshes. */
+	EXPECT_LE(950 * NS_PER_MS, r.t1 - r.t0);
+
+	p = r.out.p;
+	while ((line = next_line(&p))) {
+		if (!*line) {		/* between blocks */
+			empty++;
+			EXPECT_EQ(4, nr) RUN_LOG(&r);
+			nr = 0;
+			continue;
+		}
+		switch (nr++) {
+		case 0:
+			blocks++;
+			ASSERT_TRUE(parse_watch_head(line, &head))
+				TH_LOG("line '%s'", line);
+			EXPECT_EQ(1, head.threads);
+			EXPECT_EQ(1000, head.stuck_ms);
+			EXPECT_FALSE(head.keys);
+			break;
+		case 1:
+			EXPECT_EQ(1, parse_watch_counts(line, count))
+				TH_LOG("line '%s'", line);
+			EXPECT_EQ(1, count[TASKSTATE_SLEEPING]);
+			break;
+		case 2:
+			EXPECT_EQ(0, strncmp(line, "  ", 2));
+			EXPECT_TRUE(is_table_header(line + 2))
+				TH_LOG("line '%s'", line);
+			break;
+		case 3:
+			ASSERT_TRUE(line[0] == ' ' || line[0] == '!')
+				TH_LOG("line '%s'", line);
+			ASSERT_EQ(' ', line[1]);
+			ASSERT_TRUE(parse_row(line + 2, &row))
+				TH_LOG("line '%s'", line);
+			expect_row(_metadata, &row, pid, w, SLEEPER_COMM, &r);
+			/* Marked, and counted, iff asleep for over 1000 ms. */
+			EXPECT_EQ(row.age > 1000 * NS_PER_MS, line[0] == '!')
+				TH_LOG("line '%s'", line);
+			EXPECT_EQ(line[0] == '!', head.stuck);
+			break;
+		default:
+			EXPECT_TRUE(false) TH_LOG("extra line '%s'", line);
+		}
+	}
+	EXPECT_EQ(4, nr) RUN_LOG(&r);
+	EXPECT_EQ(2, blocks) RUN_LOG(&r);
+	EXPECT_EQ(1, empty) RUN_LOG(&r);
+	run_free(&r);
+}
+
+/* --- watch on a pseudo-terminal --------------------------------------------- */
+
+struct pty {
+	int master, slave;
+	char mnt[64];		/* a private devpts mounted here, or "" */
+};
+
+static void pty_close(struct pty *t)
+{
+	if (t->master >= 0)
+		close(t->master);
+	if (t->slave >= 0)
+		close(t->slave);
+	t->master = t->slave = -1;
+	if (t->mnt[0]) {
+		umount2(t->mnt, MNT_DETACH);
+		rmdir(t->mnt);
+		t->mnt[0] = '\0';
+	}
+}
+
+/*
+ * Without a devpts at /dev/pts, /dev/ptmx cannot be opened (ENODEV): mount
+ * a private instance in a mount namespace of this test process alone,
+ * open its ptmx and the peer from the master fd (no path needed).
+ */
+static int pty_private(struct pty *t)
+{
+	char dir[] = "/tmp/ts_cli.XXXXXX", ptmx[64];
+
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    !mkdtemp(dir))
+		return -errno;
+	if (mount("devpts", dir, "devpts", MS_NOSUID | MS_NOEXEC,
+		  "ptmxmode=0666,mode=0620")) {
+		int err = errno;
+
+		rmdir(dir);
+		return -err;
+	}
+	snprintf(t->mnt, sizeof(t->mnt), "%s", dir);
+	snprintf(ptmx, sizeof(ptmx), "%s/ptmx", dir);
+	t->master = open(ptmx, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (t->master < 0 || unlockpt(t->master))
+		return -errno;
+	t->slave = ioctl(t->master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	return t->slave < 0 ? -errno : 0;
+}
+
+/* A pty pair, 50x200, its slave in the default (cooked) mode. */
+static void pty_open(struct __test_metadata *_metadata, struct pty *t)
+{
+	struct winsize ws = { .ws_row = 50, .ws_col = 200 };
+	const char *name;
+	int err;
+
+	t->master = t->slave = -1;
+	t->mnt[0] = '\0';
+	t->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (t->master >= 0) {
+		ASSERT_EQ(0, grantpt(t->master)) TH_LOG("grantpt: %m");
+		ASSERT_EQ(0, unlockpt(t->master)) TH_LOG("unlockpt: %m");
+		name = ptsname(t->master);
+		ASSERT_TRUE(name != NULL) TH_LOG("ptsname: %m");
+		t->slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+		ASSERT_LE(0, t->slave) TH_LOG("open %s: %m", name);
+	} else {
+		err = errno;
+		ASSERT_TRUE(err == ENODEV || err == ENOENT)
+			TH_LOG("posix_openpt: %s", strerror(err));
+		err = pty_private(t);
+		if (err)
+			pty_close(t);
+		ASSERT_EQ(0, err) TH_LOG("no devpts at /dev/pts, and a private one failed: %s",
+					 strerror(-err));
+	}
+	ASSERT_EQ(0, ioctl(t->master, TIOCSWINSZ, &ws));
+}
+
+/*
+ * Start "taskstate watch ARGS..." in a new session whose controlling
+ * terminal is the pty slave (stdin, stdout and stderr).
+ */
+static pid_t pty_start(const char *cli, const struct pty *t, char **argv)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (setsid() < 0 || ioctl(t->slave, TIOCSCTTY, 0) ||
+		    dup2(t->slave, 0) < 0 || dup2(t->slave, 1) < 0 ||
+		    dup2(t->slave, 2) < 0)
+			_exit(126);
+		execv(cli, argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Read the master into b for ms milliseconds. */
+static void pty_drain(int master, struct buf *b, unsigned int ms)
+{
+	uint64_t end = ts_now_ns() + ms * NS_PER_MS;
+	struct pollfd p = { .fd = master, .events = POLLIN };
+	char chunk[4096];
+
+	for (;;) {
+		uint64_t now = ts_now_ns();
+		ssize_t n;
+
+		if (now >= end)
+			break;
+		if (poll(&p, 1, (end - now + NS_PER_MS - 1) / NS_PER_MS) <= 0)
+			continue;
+		n = read(master, chunk, sizeof(chunk));
+		if (n > 0)
+			buf_add(b, chunk, n);
+		else if (n < 0 && errno != EINTR && errno != EAGAIN)
+			break;
+	}
+}
+
+/* Read until b holds n of needle, for at most ms; whether it does. */
+static bool pty_wait_for(int master, struct buf *b, const char *needle,
+			 int n, unsigned int ms)
+{
+	uint64_t end = ts_now_ns() + ms * NS_PER_MS;
+
+	while (count_str(b->p ? b->p : "", needle) < n) {
+		if (ts_now_ns() >= end)
+			return false;
+		pty_drain(master, b, 10);
+	}
+	return true;
+}
+
+/*
+ * Wait up to ms for pid to end, reading the master meanwhile; kill it if
+ * it does not.  Returns its waitpid() status, -1 if it had to be killed.
+ */
+static int pty_wait_exit(pid_t pid, int master, struct buf *b, unsigned int ms)
+{
+	uint64_t end = ts_now_ns() + ms * NS_PER_MS;
+	int status;
+
+	for (;;) {
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			/* What is left, up to the screen's restoring. */
+			end = ts_now_ns() + 2000 * NS_PER_MS;
+			do
+				pty_drain(master, b, 20);
+			while (!ends_with(b->p, ESC_LEAVE) && ts_now_ns() < end);
+			return status;
+		}
+		if (ts_now_ns() >= end)
+			break;
+		pty_drain(master, b, 10);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+/* The last complete redraw of a watch screen, parsed. */
+struct screen {
+	int redraws;		/* ESC_HOME seen: each redraw starts with it */
+	struct watch_head head;
+	unsigned int count[TASKSTATE_NR_STATES];
+	int counted;		/* their sum, -1 if unparsable */
+	bool table_header;
+	int rows;
+	bool row_found;		/* the row of the pid asked for */
+	char mark;		/* its first column: '!' stuck, ' ' not */
+	bool reverse;		/* drawn in reverse video */
+	struct row row;
+};
+
+/* Remove escape sequences (CSI: ESC [ params final) and carriage returns. */
+static void strip_escapes(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+
+	while (*in && o + 1 < len) {
+		if (in[0] == '\033' && in[1] == '[') {
+			in += 2;
+			while (*in && !(*in >= 0x40 && *in <= 0x7e))
+				in++;
+			if (*in)
+				in++;
+		} else if (*in == '\r') {
+			in++;
+		} else {
+			out[o++] = *in++;
+		}
+	}
+	out[o] = '\0';
+}
+
+static bool parse_screen(const char *text, pid_t pid, struct screen *s)
+{
+	const char *end = NULL, *start = NULL, *q;
+	char *frame, *p, *raw;
+	int nr = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->counted = -1;
+	s->redraws = count_str(text, ESC_HOME);
+	/* The last redraw that ended: ESC_HOME ... ESC_END. */
+	for (q = text; (q = strstr(q, ESC_END)); q++)
+		end = q;
+	for (q = text; (q = strstr(q, ESC_HOME)) && (!end || q < end); q++)
+		start = q;
+	if (!end || !start)
+		return false;
+	start += strlen(ESC_HOME);
+	frame = strndup(start, end - start);
+	if (!frame)
+		return false;
+	for (p = frame; (raw = next_line(&p)); nr++) {
+		char line[512];
+
+		strip_escapes(raw, line, sizeof(line));
+		if (nr == 0) {
+			parse_watch_head(line, &s->head);
+		} else if (nr == 1) {
+			s->counted = parse_watch_counts(line, s->count);
+		} else if (nr == 2) {
+			s->table_header = !strncmp(line, "  ", 2) &&
+					  is_table_header(line + 2);
+		} else if (line[0] && line[1] == ' ') {
+			struct row row;
+
+			s->rows++;
+			if (!parse_row(line + 2, &row) ||
+			    row.tid != (uint32_t)pid)
+				continue;
+			s->row_found = true;
+			s->row = row;
+			s->mark = line[0];
+			s->reverse = !strncmp(raw, ESC_REVERSE,
+					      strlen(ESC_REVERSE));
+		}
+	}
+	free(frame);
+	return true;
+}
+
+/* Wait until pid has been asleep for over ms: the stuck threshold. */
+static uint64_t asleep_for(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(cli) *self, pid_t pid, unsigned int ms)
+{
+	uint64_t w = settled_word(_metadata, self, pid, TASKSTATE_SLEEPING);
+	uint64_t age = taskstate_age_ns(w, ts_now_ns());
+
+	if (age <= ms * NS_PER_MS)
+		ts_sleep_ms(ms - age / NS_PER_MS + 1);
+	return w;
+}
+
+enum watch_end { END_Q, END_CTRL_C, END_SIGINT };
+
+/*
+ * watch -p SLEEPER --interval 100 --stuck stuck_ms on a pty: it redraws,
+ * shows the sleeper (stuck or not), goes raw, and on the end asked for
+ * exits with 0 within 2 s leaving the terminal as it found it.
+ */
+static void check_watch_tty(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(cli) *self, unsigned int stuck_ms,
+			    enum watch_end how)
+{
+	pid_t pid = self->sleeper, cli;
+	char stuck_arg[24], pid_arg[24];
+	char *argv[] = { "taskstate", "watch", "-p", pid_arg, "--interval",
+			 "100", "--stuck", stuck_arg, NULL };
+	struct termios before, during, after;
+	struct buf out = { 0 };
+	struct run span;	/* the times watch ran between */
+	struct screen s;
+	struct pty t;
+	uint64_t w;
+	int status;
+
+	w = asleep_for(_metadata, self, pid, 300);
+	snprintf(pid_arg, sizeof(pid_arg), "%d", pid);
+	snprintf(stuck_arg, sizeof(stuck_arg), "%u", stuck_ms);
+	buf_add(&out, "", 0);
+
+	pty_open(_metadata, &t);
+	ASSERT_EQ(0, tcgetattr(t.master, &before));
+	/* A cooked terminal, with ISIG: ^C would be SIGINT unless raw. */
+	ASSERT_EQ(ICANON | ECHO | ISIG,
+		  before.c_lflag & (ICANON | ECHO | ISIG));
+
+	span.t0 = ts_now_ns();
+	cli = pty_start(self->cli, &t, argv);
+	ASSERT_LT(0, cli);
+
+	/* The first redraw: the terminal is in raw mode by then. */
+	if (!pty_wait_for(t.master, &out, ESC_END, 1, 10000)) {
+		kill(cli, SIGKILL);
+		waitpid(cli, NULL, 0);
+		pty_close(&t);
+		ASSERT_TRUE(false) TH_LOG("no screen in 10 s:\n%s", out.p);
+	}
+	EXPECT_TRUE(strstr(out.p, ESC_ENTER) == out.p) TH_LOG("%s", out.p);
+	ASSERT_EQ(0, tcgetattr(t.master, &during));
+	EXPECT_EQ(0, during.c_lflag & (ICANON | ECHO | ISIG))
+		TH_LOG("lflag %#x", during.c_lflag);
+
+	/* About a second: some ten redraws, 100 ms apart. */
+	pty_drain(t.master, &out, 1000);
+
+	switch (how) {
+	case END_Q:
+		ASSERT_EQ(1, write(t.master, "q", 1));
+		break;
+	case END_CTRL_C:
+		ASSERT_EQ(1, write(t.master, "\x03", 1));
+		break;
+	case END_SIGINT:
+		ASSERT_EQ(0, kill(cli, SIGINT));
+		break;
+	}
+	status = pty_wait_exit(cli, t.master, &out, 2000);
+	span.t1 = ts_now_ns();
+	ASSERT_EQ(0, tcgetattr(t.master, &after));
+	pty_close(&t);
+
+	EXPECT_EQ(EXIT_OK, status_code(status))
+		TH_LOG("watch did not end with 0 (-1: killed after 2 s)");
+	/* The terminal as before: cooked, echoing, ^C a signal again. */
+	EXPECT_EQ(before.c_lflag, after.c_lflag)
+		TH_LOG("lflag %#x, was %#x", after.c_lflag, before.c_lflag);
+	EXPECT_TRUE(after.c_lflag & ICANON);
+	EXPECT_TRUE(after.c_lflag & ECHO);
+	EXPECT_TRUE(after.c_lflag & ISIG);
+	EXPECT_EQ(before.c_cc[VMIN], after.c_cc[VMIN]);
+	EXPECT_EQ(before.c_cc[VTIME], after.c_cc[VTIME]);
+	/* And the screen: back from the alternate one, cursor shown. */
+	EXPECT_TRUE(ends_with(out.p, ESC_LEAVE)) TH_LOG("output ends '%s'",
+		out.len > 40 ? out.p + out.len - 40 : out.p);
+
+	ASSERT_TRUE(parse_screen(out.p, pid, &s)) TH_LOG("%s", out.p);
+	EXPECT_LE(3, s.redraws) TH_LOG("%d redraws", s.redraws);
+	EXPECT_EQ(1, s.head.threads);
+	EXPECT_EQ(stuck_ms, s.head.stuck_ms);
+	EXPECT_TRUE(s.head.keys);
+	EXPECT_EQ(1, s.counted);
+	EXPECT_EQ(1, s.count[TASKSTATE_SLEEPING]);
+	EXPECT_TRUE(s.table_header);
+	EXPECT_EQ(1, s.rows);
+	ASSERT_TRUE(s.row_found) TH_LOG("%s", out.p);
+	expect_row(_metadata, &s.row, pid, w, SLEEPER_COMM, &span);
+	EXPECT_EQ(w, ts_word_of(self->fd, pid)) TH_LOG("the word moved");
+	/* Asleep for over 300 ms: stuck with --stuck 200, not with more. */
+	if (stuck_ms < 300) {
+		EXPECT_EQ('!', s.mark);
+		EXPECT_TRUE(s.reverse);
+		EXPECT_EQ(1, s.head.stuck);
+	} else {
+		EXPECT_EQ(' ', s.mark);
+		EXPECT_FALSE(s.reverse);
+		EXPECT_EQ(0, s.head.stuck);
+	}
+	buf_free(&out);
+}
+
+TEST_F_TIMEOUT(cli, watch_tty_stuck_q, 60)
+{
+	NEED_SETUP();
+	check_watch_tty(_metadata, self, 200, END_Q);
+}
+
+TEST_F_TIMEOUT(cli, watch_tty_ctrl_c, 60)
+{
+	NEED_SETUP();
+	check_watch_tty(_metadata, self, 600000, END_CTRL_C);
+}
+
+TEST_F_TIMEOUT(cli, watch_tty_sigint, 60)
+{
+	NEED_SETUP();
+	check_watch_tty(_metadata, self, 200, END_SIGINT);
+}
+
+TEST_HARNESS_MAIN
