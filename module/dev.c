@@ -44,7 +44,9 @@ static long ts_get_args(void *karg, size_t ksize, size_t ver0,
 	if (usize < ver0)
 		return -EINVAL;
 	ret = copy_struct_from_user(karg, ksize, uarg, usize);
-	return ret ? ret : usize;
+	if (ret)
+		return ret;
+	return usize;
 }
 
 static int ts_put_args(void __user *uarg, const void *karg, size_t ksize,

@@ -18,23 +18,26 @@
 #
 # Options: --timeout SEC (default 600)  --append "ARGS" (kernel command line)
 #          --mem MB (default 1024)      --quiet (console log only in the file)
+#          --accel ACCEL (default tcg; tcg,thread=single: one host thread)
 #
 # The exit status is SCRIPT's.  It travels over its own channel, the file
 # OUTDIR/status: the host writes a pessimistic 130 before the boot and the
 # guest the real status after SCRIPT, so a guest that panics, hangs or dies
 # never reads as success.  Test boots use panic=-1 oops=panic
-# panic_on_warn=1, so a kernel BUG or WARN ends the guest at once.  The
+# panic_on_warn=1 softlockup_panic=1 hung_task_panic=1, so a kernel BUG,
+# WARN, soft lockup or hung task ends the guest at once.  The
 # console log is kept in OUTDIR/console.log and the guest's kernel log in
 # OUTDIR/dmesg.txt.  Exit 124 means the hard timeout fired.
 set -euo pipefail
 
 CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
-timeout=600 append="" mem=1024 quiet=0
+timeout=600 append="" mem=1024 quiet=0 accel=tcg
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) timeout=$2; shift 2 ;;
 	--append) append=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
+	--accel) accel=$2; shift 2 ;;
 	--quiet) quiet=1; shift ;;
 	--) shift; break ;;
 	-*) echo "vm-run: unknown option $1" >&2; exit 2 ;;
@@ -73,7 +76,7 @@ cp "$script" "$out/cmd.sh"
 # The initramfs: busybox, the modules 9p needs, and /init.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work"/{bin,dev,proc,sys,mnt,results,lib/modules}
+mkdir -p "$work"/{bin,dev,proc,sys,mnt,results,tmp,lib/modules}
 cp "$busybox" "$work/bin/busybox"
 for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev \
 	 virtio_pci netfs fscache 9pnet 9pnet_virtio 9p; do
@@ -117,7 +120,11 @@ if [ $chroot_host = 1 ]; then
 		> /results/output.log 2>&1
 else
 	mount -t debugfs debugfs /sys/kernel/debug
+	mount -t tracefs tracefs /sys/kernel/tracing
+	mount -t securityfs securityfs /sys/kernel/security
 	mount -t tmpfs tmp /tmp
+	mkdir -p /dev/pts
+	mount -t devpts devpts /dev/pts
 	(cd /results && TS_OUT=/results sh /results/cmd.sh) > /results/output.log 2>&1
 fi
 rc=\$?
@@ -136,8 +143,11 @@ if [ $chroot_host = 1 ]; then
 		 -device virtio-9p-pci,fsdev=root,mount_tag=hostroot)
 fi
 
-cmdline="console=ttyS0 quiet panic=-1 oops=panic panic_on_warn=1 $append"
-timeout -k 10 "$timeout" "$qemu" -accel tcg -nographic -no-reboot \
+# Every way a test boot can go wrong ends it: a panic, an oops, a WARN, a
+# soft lockup, a task hung for 120 s.
+cmdline="console=ttyS0 quiet panic=-1 oops=panic panic_on_warn=1"
+cmdline+=" softlockup_panic=1 hung_task_panic=1 $append"
+timeout -k 10 "$timeout" "$qemu" -accel "$accel" -nographic -no-reboot \
 	-m "$mem" -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd" \
 	-append "$cmdline" "${fsdevs[@]}" </dev/null >"$out/console.log" 2>&1 &
 qpid=$!

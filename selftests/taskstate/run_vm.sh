@@ -12,6 +12,8 @@
 #   TS_BIN         the test programs and the taskstate CLI
 #   TS_BIN32       optional: 32-bit builds of ts_abi, to run on a 64-bit kernel
 #   TS_OUT         a writable directory
+#   TS_SECTIONS    optional: which sections to run (default: all, in order):
+#                  track_all track_none params torture busy cycles lockdown
 
 n=0
 ok() { n=$((n + 1)); echo "ok $n $*"; }
@@ -38,24 +40,34 @@ echo "# kernel $(uname -r), $bits-bit, clocksource" \
 	"$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 
 # --- track_all=1 (the default) --------------------------------------------
-check "load (track_all=1)" insmod "$TS_KO"
-run "$TS_BIN/ts_states"
-run "$TS_BIN/ts_abi"
-[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_abi"
-run "$TS_BIN/ts_bpftrace"
-check "unload" rmmod taskstate
+section_track_all() {
+	check "load (track_all=1)" insmod "$TS_KO"
+	run "$TS_BIN/ts_states"
+	run "$TS_BIN/ts_abi"
+	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_abi"
+	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
+	run "$TS_BIN/ts_bpftrace"
+	check "unload" rmmod taskstate
+}
 
 # --- track_all=0: only what is asked for through /dev/taskstate -----------
-check "load (track_all=0)" insmod "$TS_KO" track_all=0
-check "nothing tracked at load (track_all=0)" \
-	test "$(wc -l < /sys/kernel/debug/taskstate)" -eq 1
-run "$TS_BIN/ts_states"
-run "$TS_BIN/ts_abi"
-check "unload (track_all=0)" rmmod taskstate
+section_track_none() {
+	check "load (track_all=0)" insmod "$TS_KO" track_all=0
+	check "nothing tracked at load, header only (track_all=0)" \
+		test "$(wc -l < /sys/kernel/debug/taskstate)" -eq 1
+	run "$TS_BIN/ts_states"
+	run "$TS_BIN/ts_abi"
+	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
+	check "unload (track_all=0)" rmmod taskstate
+}
 
 # --- bad parameters are refused -------------------------------------------
-check "max_threads=1 refused" sh -c "! insmod '$TS_KO' max_threads=1 2>/dev/null"
-check "nothing left after refused load" sh -c '! grep -q "^taskstate " /proc/modules'
+section_params() {
+	check "max_threads=1 refused" \
+		sh -c "! insmod '$TS_KO' max_threads=1 2>/dev/null"
+	check "nothing left after refused load" \
+		sh -c '! grep -q "^taskstate " /proc/modules'
+}
 
 # --- torn words: the store helper never tears; plain stores do on 32-bit --
 torture() {
@@ -69,62 +81,74 @@ torture() {
 	[ "$2" = some ] && [ "$torn" -gt 0 ] && return 0
 	return 1
 }
-check "no torn word through the store helper ($bits-bit)" torture 0 0
-if [ "$bits" = 32 ]; then
-	check "plain 64-bit stores do tear on 32-bit (negative control)" \
-		torture 1 some
-else
-	check "plain 64-bit stores do not tear on 64-bit" torture 1 0
-fi
+section_torture() {
+	check "no torn word through the store helper ($bits-bit)" torture 0 0
+	if [ "$bits" = 32 ]; then
+		check "plain 64-bit stores do tear on 32-bit (negative control)" \
+			torture 1 some
+	else
+		check "plain 64-bit stores do not tear on 64-bit" torture 1 0
+	fi
+}
 
 # --- unload while readers are busy -----------------------------------------
-insmod "$TS_KO"
-exec 3</dev/taskstate
-check "rmmod refused while /dev/taskstate is open" \
-	sh -c '! rmmod taskstate 2>/dev/null'
-check "module still loaded and working" "$TS_BIN/taskstate" info
-exec 3<&-
-check "rmmod after close" rmmod taskstate
+section_busy() {
+	insmod "$TS_KO"
+	exec 3</dev/taskstate
+	check "rmmod refused while /dev/taskstate is open" \
+		sh -c '! rmmod taskstate 2>/dev/null'
+	check "module still loaded and working" "$TS_BIN/taskstate" info
+	exec 3<&-
+	check "rmmod after close" rmmod taskstate
 
-insmod "$TS_KO"
-for i in 1 2; do
-	(while :; do cat /sys/kernel/debug/taskstate > /dev/null 2>&1; done) &
-	eval "reader$i=$!"
-done
-sleep 1
-unloaded=no
-for i in $(seq 1 200); do
-	rmmod taskstate 2>/dev/null && { unloaded=yes; break; }
-done
-kill "$reader1" "$reader2"
-wait "$reader1" "$reader2" 2>/dev/null
-check "rmmod while debugfs readers loop" test $unloaded = yes
-loaded taskstate && rmmod taskstate
+	insmod "$TS_KO"
+	for i in 1 2; do
+		(while :; do cat /sys/kernel/debug/taskstate > /dev/null 2>&1; done) &
+		eval "reader$i=$!"
+	done
+	sleep 1
+	unloaded=no
+	for i in $(seq 1 200); do
+		rmmod taskstate 2>/dev/null && { unloaded=yes; break; }
+	done
+	kill "$reader1" "$reader2"
+	wait "$reader1" "$reader2" 2>/dev/null
+	check "rmmod while debugfs readers loop" test $unloaded = yes
+	if loaded taskstate; then rmmod taskstate; fi
+}
 
 # --- 50 load/unload cycles under a context-switch load ---------------------
-"$TS_BIN/ts_pingpong" > "$TS_OUT/pingpong.log" &
-load=$!
-fails=0
-for i in $(seq 1 50); do
-	insmod "$TS_KO" track_all=$((i % 2)) && rmmod taskstate ||
-		fails=$((fails + 1))
-done
-kill "$load"
-wait "$load"
-cat "$TS_OUT/pingpong.log"
-check "50 load/unload cycles under load" test $fails -eq 0
+section_cycles() {
+	"$TS_BIN/ts_pingpong" > "$TS_OUT/pingpong.log" &
+	load=$!
+	fails=0
+	for i in $(seq 1 50); do
+		insmod "$TS_KO" track_all=$((i % 2)) && rmmod taskstate ||
+			fails=$((fails + 1))
+	done
+	kill "$load"
+	wait "$load"
+	cat "$TS_OUT/pingpong.log"
+	check "50 load/unload cycles under load" test $fails -eq 0
+}
 
 # --- lockdown: last, it cannot be undone in this boot ----------------------
-insmod "$TS_KO"
-lockdown=/sys/kernel/security/lockdown
-if [ -w $lockdown ] && echo integrity > $lockdown 2>/dev/null; then
-	echo "# lockdown: $(cat $lockdown)"
-	check "debugfs table readable under lockdown" \
-		sh -c 'head -n 2 /sys/kernel/debug/taskstate | grep -q "^ *1 "'
-	check "/dev/taskstate works under lockdown" "$TS_BIN/taskstate" show -p 1
-else
-	skip "lockdown" "no lockdown LSM in this kernel"
-fi
-check "unload under lockdown" rmmod taskstate
+section_lockdown() {
+	insmod "$TS_KO"
+	lockdown=/sys/kernel/security/lockdown
+	if [ -w $lockdown ] && echo integrity > $lockdown 2>/dev/null; then
+		echo "# lockdown: $(cat $lockdown)"
+		check "debugfs table readable under lockdown" \
+			sh -c 'head -n 2 /sys/kernel/debug/taskstate | grep -q "^ *1 "'
+		check "/dev/taskstate works under lockdown" \
+			"$TS_BIN/taskstate" show -p 1
+	else
+		skip "lockdown" "no lockdown LSM in this kernel"
+	fi
+	check "unload under lockdown" rmmod taskstate
+}
 
+for section in ${TS_SECTIONS:-track_all track_none params torture busy cycles lockdown}; do
+	"section_$section"
+done
 echo "# done: $n shell checks"

@@ -14,7 +14,7 @@
  * Needs TS_BIN (the directory holding taskstate), the module loaded and
  * CAP_PERFMON.  Works with track_all=1 and 0, as a 64-bit binary and as a
  * 32-bit static one on a busybox-only guest.  "watch" runs on a pseudo-
- * terminal; where no devpts is mounted at /dev/pts (the 686 guest's
+ * terminal; where no devpts is mounted on /dev/pts (the 686 guest's
  * initramfs) the test mounts a private one in a mount namespace of its own.
  */
 #include <ctype.h>
@@ -34,10 +34,6 @@
 #include <termios.h>
 #include "kselftest_harness.h"
 #include "common.h"
-
-#ifndef TIOCGPTPEER
-#define TIOCGPTPEER	_IO('T', 0x41)
-#endif
 
 #define SLEEPER_COMM	"ts_cli_sleeper"
 #define STOPPED_COMM	"ts_cli_stopped"
@@ -117,7 +113,7 @@ static char *next_line(char **p)
 	return line;
 }
 
-#define NUM(v)	num_str((char[24]){ 0 }, (unsigned long long)(v))
+#define NUM(v)	num_str((char[24]) { 0 }, (unsigned long long)(v))
 
 static char *num_str(char *buf, unsigned long long v)
 {
@@ -590,7 +586,7 @@ static uint64_t settled_word(struct __test_metadata *_metadata,
 	return w;
 }
 
-/* r is the row of pid, word w, comm comm, as read between r->t0 and r->t1. */
+/* row shows pid with word w and comm, as read between r->t0 and r->t1. */
 static void expect_row(struct __test_metadata *_metadata, const struct row *row,
 		       pid_t pid, uint64_t w, const char *comm,
 		       const struct run *r)
@@ -748,7 +744,7 @@ TEST_F(cli, help)
 	size_t i, j;
 
 	NEED_SETUP();
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
 		for (j = 0; j < 2; j++) {
 			run_cli(_metadata, self->cli, &r, cmds[i], flags[j],
 				NULL);
@@ -765,7 +761,7 @@ TEST_F(cli, help)
 	EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
 	EXPECT_TRUE(strstr(r.out.p, "Usage: taskstate COMMAND") == r.out.p)
 		RUN_LOG(&r);
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
 		snprintf(want, sizeof(want), "\n  %s ", cmds[i]);
 		EXPECT_TRUE(strstr(r.out.p, want) != NULL) RUN_LOG(&r);
 	}
@@ -1048,7 +1044,8 @@ TEST_F(cli, watch_pipe)
 
 struct pty {
 	int master, slave;
-	char mnt[64];		/* a private devpts mounted here, or "" */
+	bool devpts;		/* a private devpts is mounted on /dev/pts */
+	bool made_dir;		/* and /dev/pts was made for it */
 };
 
 static void pty_close(struct pty *t)
@@ -1058,40 +1055,32 @@ static void pty_close(struct pty *t)
 	if (t->slave >= 0)
 		close(t->slave);
 	t->master = t->slave = -1;
-	if (t->mnt[0]) {
-		umount2(t->mnt, MNT_DETACH);
-		rmdir(t->mnt);
-		t->mnt[0] = '\0';
-	}
+	if (t->devpts)
+		umount2("/dev/pts", MNT_DETACH);
+	if (t->made_dir)
+		rmdir("/dev/pts");
+	t->devpts = t->made_dir = false;
 }
 
 /*
- * Without a devpts at /dev/pts, /dev/ptmx cannot be opened (ENODEV): mount
- * a private instance in a mount namespace of this test process alone,
- * open its ptmx and the peer from the master fd (no path needed).
+ * Without a devpts on /dev/pts, /dev/ptmx cannot be opened (ENODEV; the
+ * 686 guest's initramfs mounts none): mount a private instance there, in
+ * a mount namespace of this test process alone.
  */
-static int pty_private(struct pty *t)
+static int pty_private_devpts(struct pty *t)
 {
-	char dir[] = "/tmp/ts_cli.XXXXXX", ptmx[64];
-
 	if (unshare(CLONE_NEWNS) ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    !mkdtemp(dir))
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return -errno;
-	if (mount("devpts", dir, "devpts", MS_NOSUID | MS_NOEXEC,
-		  "ptmxmode=0666,mode=0620")) {
-		int err = errno;
-
-		rmdir(dir);
-		return -err;
-	}
-	snprintf(t->mnt, sizeof(t->mnt), "%s", dir);
-	snprintf(ptmx, sizeof(ptmx), "%s/ptmx", dir);
-	t->master = open(ptmx, O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (t->master < 0 || unlockpt(t->master))
+	if (!mkdir("/dev/pts", 0755))
+		t->made_dir = true;
+	else if (errno != EEXIST)
 		return -errno;
-	t->slave = ioctl(t->master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
-	return t->slave < 0 ? -errno : 0;
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "ptmxmode=0666,mode=0620"))
+		return -errno;
+	t->devpts = true;
+	return 0;
 }
 
 /* A pty pair, 50x200, its slave in the default (cooked) mode. */
@@ -1101,26 +1090,24 @@ static void pty_open(struct __test_metadata *_metadata, struct pty *t)
 	const char *name;
 	int err;
 
+	memset(t, 0, sizeof(*t));
 	t->master = t->slave = -1;
-	t->mnt[0] = '\0';
 	t->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (t->master >= 0) {
-		ASSERT_EQ(0, grantpt(t->master)) TH_LOG("grantpt: %m");
-		ASSERT_EQ(0, unlockpt(t->master)) TH_LOG("unlockpt: %m");
-		name = ptsname(t->master);
-		ASSERT_TRUE(name != NULL) TH_LOG("ptsname: %m");
-		t->slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-		ASSERT_LE(0, t->slave) TH_LOG("open %s: %m", name);
-	} else {
-		err = errno;
-		ASSERT_TRUE(err == ENODEV || err == ENOENT)
-			TH_LOG("posix_openpt: %s", strerror(err));
-		err = pty_private(t);
+	if (t->master < 0 && (errno == ENODEV || errno == ENOENT)) {
+		err = pty_private_devpts(t);
 		if (err)
 			pty_close(t);
-		ASSERT_EQ(0, err) TH_LOG("no devpts at /dev/pts, and a private one failed: %s",
+		ASSERT_EQ(0, err) TH_LOG("no devpts on /dev/pts, and mounting a private one failed: %s",
 					 strerror(-err));
+		t->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
 	}
+	ASSERT_LE(0, t->master) TH_LOG("posix_openpt: %m");
+	ASSERT_EQ(0, grantpt(t->master)) TH_LOG("grantpt: %m");
+	ASSERT_EQ(0, unlockpt(t->master)) TH_LOG("unlockpt: %m");
+	name = ptsname(t->master);
+	ASSERT_TRUE(name != NULL) TH_LOG("ptsname: %m");
+	t->slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	ASSERT_LE(0, t->slave) TH_LOG("open %s: %m", name);
 	ASSERT_EQ(0, ioctl(t->master, TIOCSWINSZ, &ws));
 }
 

@@ -14,7 +14,7 @@
  * version's (TASKSTATE_*_SIZE_VER0) up, rejects a larger struct whose
  * unknown tail is not zero with E2BIG, and writes back at most the size
  * passed in.  Fields marked "in" are read, "out" are written; flags and
- * padding must be zero.
+ * padding marked "in" must be zero.
  */
 #ifndef _UAPI_LINUX_TASKSTATE_H
 #define _UAPI_LINUX_TASKSTATE_H
