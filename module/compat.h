@@ -1,21 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Every kernel-version difference taskstate cares about, as small inline
- * wrappers; the rest of the module never tests LINUX_VERSION_CODE.
+ * wrappers; the rest of the module never tests for a version.  Features
+ * are detected in Kbuild (grep on the kernel headers), not by version.
  *
- * Supported: 6.1 (tested in the VM) up to 6.12 (build-tested).  The
- * sched_switch prototype with prev_state, which the probes rely on, exists
- * since 5.18.
+ * Supported: 5.18 and later (sched_switch passes prev_state; an older
+ * kernel fails the check_trace_callback_type_sched_switch() check in
+ * probes.c at build time, and dkms.conf does not try).  Tested on 6.1 in
+ * the VM, built on 6.12.
  */
 #ifndef TASKSTATE_COMPAT_H
 #define TASKSTATE_COMPAT_H
 
 #include <linux/sched.h>
-#include <linux/version.h>
-
-#if LINUX_VERSION_CODE < KERNEL_VERSION(5, 18, 0)
-#error "taskstate needs Linux 5.18 or later (sched_switch with prev_state)"
-#endif
 
 /* The freezer's own state appeared in 6.1; before it, frozen was a flag. */
 #ifndef TASK_FROZEN
@@ -35,7 +32,7 @@
  */
 static inline bool ts_task_queued(const struct task_struct *prev)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#ifdef TS_HAVE_SCHED_DELAYED
 	return READ_ONCE(prev->on_rq) && !prev->se.sched_delayed;
 #else
 	return READ_ONCE(prev->on_rq);

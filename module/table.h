@@ -26,14 +26,15 @@ struct ts_slot {
 	struct rcu_head rcu;		/* defers reuse past lockless readers */
 };
 
+/*
+ * tid: the owner's tid in the initial pid namespace when it was tracked,
+ * 0 once released.  exec can change a tid (de_thread()): an mmap reader
+ * will need an exec probe to refresh it.  gen: bumped at each reuse.
+ */
 struct ts_pub {
 	struct ts_word word;
-	u32 tid;			/* owner's tid in the initial pid ns
-					 * when tracked, 0 once released; exec
-					 * can change a tid (de_thread()), so
-					 * an mmap reader will need an exec
-					 * probe to refresh it */
-	u32 gen;			/* bumped each time the slot is reused */
+	u32 tid;
+	u32 gen;
 };
 
 extern struct ts_slot *ts_slots;
@@ -84,6 +85,7 @@ struct ts_view {
 	u64 word;
 	char comm[TASK_COMM_LEN];
 };
+
 bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 		  struct ts_view *v);
 unsigned int ts_slots_used(void);

@@ -79,10 +79,12 @@ static __inline__ const char *taskstate_state_name(unsigned int state)
 	return state < TASKSTATE_NR_STATES ? names[state] : "?";
 }
 
-/* The largest count TASKSTATE_IOC_SAMPLE accepts. */
+/*
+ * The largest count TASKSTATE_IOC_SAMPLE accepts, and the largest
+ * TASKSTATE_IOC_LIST accepts: the most threads the module can track (its
+ * max_threads parameter is at most this).
+ */
 #define TASKSTATE_BATCH_MAX	65536
-/* The largest count TASKSTATE_IOC_LIST accepts: the most threads the
- * module can track (its max_threads parameter is at most this). */
 #define TASKSTATE_LIST_MAX	4194304
 
 /* TASKSTATE_IOC_INFO: what the running module is and holds. */
@@ -100,20 +102,24 @@ struct taskstate_info {
 	__u64 nr_tracked;	/* out: threads tracked now */
 	__u64 nr_untracked;	/* out: threads left untracked, table full */
 };
+
 #define TASKSTATE_INFO_SIZE_VER0	56
 
-/* TASKSTATE_IOC_TRACK and TASKSTATE_IOC_UNTRACK. */
-#define TASKSTATE_TRACK_PROCESS	(1U << 0)	/* id is a pid: the whole
-						 * process, its future threads
-						 * and children */
+/*
+ * TASKSTATE_IOC_TRACK and TASKSTATE_IOC_UNTRACK: id is a tid in the
+ * caller's pid namespace, or with TASKSTATE_TRACK_PROCESS a pid: the whole
+ * process, its future threads and children.
+ */
+#define TASKSTATE_TRACK_PROCESS	(1U << 0)
+
 struct taskstate_track {
 	__u32 size;		/* in: sizeof(struct taskstate_track) */
 	__u32 flags;		/* in: 0 or TASKSTATE_TRACK_PROCESS */
-	__u32 id;		/* in: tid, or pid with _PROCESS, in the
-				 * caller's pid namespace */
+	__u32 id;		/* in: tid, or pid with _PROCESS */
 	__u32 __pad;		/* in: 0 */
 	__u64 nr_threads;	/* out: threads (un)tracked by this call */
 };
+
 #define TASKSTATE_TRACK_SIZE_VER0	24
 
 /* One thread in TASKSTATE_IOC_SAMPLE and TASKSTATE_IOC_LIST. */
@@ -135,6 +141,7 @@ struct taskstate_sample {
 	__u32 found;		/* out: entries answered with a word */
 	__u64 entries;		/* in: pointer to struct taskstate_entry[] */
 };
+
 #define TASKSTATE_SAMPLE_SIZE_VER0	24
 
 /*
@@ -152,6 +159,7 @@ struct taskstate_list {
 	__u32 filled;		/* out: entries written */
 	__u32 total;		/* out: matching tracked threads */
 };
+
 #define TASKSTATE_LIST_SIZE_VER0	32
 
 /*

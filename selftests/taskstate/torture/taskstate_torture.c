@@ -7,8 +7,9 @@
  * reading and counts words whose halves disagree.  With mode=0 both sides
  * use the module's own ts_word_store()/ts_word_load(): there must be no
  * torn word, on 32-bit as on 64-bit.  mode=1 uses plain 64-bit accesses
- * instead, the negative control: on 32-bit they are two 32-bit accesses
- * and the test sees them tear, which shows it can.
+ * instead (WRITE_ONCE()/READ_ONCE() of a u64), the negative control: on
+ * 32-bit they are two 32-bit accesses and the test sees them tear, which
+ * shows it can.
  *
  * The run happens at load; results are in the read-only parameters.
  */
@@ -51,7 +52,7 @@ static int writer_fn(void *unused)
 		i++;
 		v = ((u64)~i << 32) | i;
 		if (mode)
-			*(volatile u64 *)&word.v.counter = v;
+			WRITE_ONCE(word.v.counter, v);
 		else
 			ts_word_store(&word, v);
 		if (!(i & 0xffff))
@@ -69,7 +70,7 @@ static int reader_fn(void *unused)
 		u64 v;
 
 		if (mode)
-			v = *(volatile u64 *)&word.v.counter;
+			v = READ_ONCE(word.v.counter);
 		else
 			v = ts_word_load(&word);
 		bad += (u32)(v >> 32) != (u32)~(u32)v;
