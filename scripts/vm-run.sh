@@ -149,7 +149,7 @@ cmdline="console=ttyS0 quiet panic=-1 oops=panic panic_on_warn=1"
 cmdline+=" softlockup_panic=1 hung_task_panic=1 $append"
 timeout -k 10 "$timeout" "$qemu" -accel "$accel" -nographic -no-reboot \
 	-m "$mem" -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd" \
-	-append "$cmdline" "${fsdevs[@]}" </dev/null >"$out/console.log" 2>&1 &
+	-append "$cmdline" "${fsdevs[@]}" ${QEMU_EXTRA:-} </dev/null >"$out/console.log" 2>&1 &
 qpid=$!
 [ $quiet = 1 ] || tail -n +1 -f --pid=$qpid "$out/console.log"
 rc=0

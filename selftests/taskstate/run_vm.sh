@@ -118,14 +118,22 @@ section_busy() {
 }
 
 # --- 50 load/unload cycles under a context-switch load ---------------------
+# The load runs on CPU 0, the cycles on CPU 1, and check.sh gives this
+# section a single-threaded TCG boot of its own: under QEMU's
+# multi-threaded TCG, patching kernel text (what registering a tracepoint
+# probe does) while the other vCPU context-switches flat out hangs the
+# guest in text_poke_bp() waiting for that vCPU -- reproduced with ftrace
+# alone (echo 1 > events/sched/sched_switch/enable), no module loaded.
 section_cycles() {
-	"$TS_BIN/ts_pingpong" > "$TS_OUT/pingpong.log" &
+	taskset -c 0 "$TS_BIN/ts_pingpong" > "$TS_OUT/pingpong.log" &
 	load=$!
+	taskset -p -c 1 $$ > /dev/null
 	fails=0
 	for i in $(seq 1 50); do
 		insmod "$TS_KO" track_all=$((i % 2)) && rmmod taskstate ||
 			fails=$((fails + 1))
 	done
+	taskset -p -c 0-1 $$ > /dev/null
 	kill "$load"
 	wait "$load"
 	cat "$TS_OUT/pingpong.log"
