@@ -1,0 +1,206 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make bench`: the benchmarks of taskstate, and their report.
+#
+#   scripts/bench.sh            full run (~15-20 min): writes bench/REPORT.md
+#                               and bench/bench.png
+#   scripts/bench.sh --quick    (or BENCH_QUICK=1) every scenario for a few
+#                               iterations (~2 min), so the benchmarks cannot
+#                               rot; writes build/bench-quick-run/REPORT.md
+#                               and never touches bench/
+#
+# What runs (bench/REPORT.md explains the results):
+#  host   5. bench/ubench: user-space cost of the write/read schemes
+#  guest  one boot of Debian 6.1 amd64 under QEMU TCG with
+#         "tsc=reliable clocksource=tsc" (the run fails if the guest's
+#         clocksource is not tsc), bench/guest.sh inside:
+#         3. the probe microbenchmark of the TS_BENCH builds (bench_ns)
+#         1. perf bench sched pipe pinned to CPU 0 and across CPUs 0,1, and
+#            hackbench, under N (no module), E (track_all=0, nothing
+#            tracked), T (track_all=0, the benchmark's threads tracked),
+#            A (track_all=1), B (bench/taskstate.bt, bpftrace)
+#         2. the pinned pipe under the write schemes a (seqcount pair),
+#            b (xchg), c (plain store, the product: A's runs)
+#            1 and 2 interleaved in rounds: N E T A B a b, N E T A B a b...
+#         4. bench/readers: ts_sample() against /proc stat and getppid()
+#  host   bench/analyze.py: medians, spread, ratios, targets -> REPORT.md,
+#         bench/plot.gp -> the PNG
+#
+# Knobs (environment): BENCH_ROUNDS, BENCH_PIPE_LOOPS, BENCH_PIPE_REPS (pinned
+# pipe runs per configuration block), BENCH_XPIPE_LOOPS,
+# BENCH_HACKBENCH, BENCH_PROBE_ITERS, BENCH_PROBE_REPS, BENCH_MEM (MB),
+# BENCH_TIMEOUT (s), BENCH_BUDGET_S (no new round after that many seconds
+# of rounds), BENCH_TMPFS, BENCH_BT_TMPFS (run perf and hackbench, and
+# bpftrace, from a tmpfs copy in the guest), BENCH_HOST_REPS, BENCH_PIPE_CAP,
+# BENCH_XPIPE_CAP, BENCH_HACKBENCH_CAP (s, program start included; a run
+# killed there has no value and is counted).  Exit status: 0 if every
+# scenario produced its numbers (targets missed do not fail the run),
+# non-zero otherwise.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$top/build
+quick=${BENCH_QUICK:-0}
+for a in "$@"; do
+	case $a in
+	--quick) quick=1 ;;
+	-h|--help) sed -n '4,40p' "$0"; exit 0 ;;
+	*) echo "bench: unknown argument $a" >&2; exit 2 ;;
+	esac
+done
+[ "$quick" = 0 ] || quick=1
+
+if [ $quick = 1 ]; then
+	base=$build/bench-quick
+	: "${BENCH_ROUNDS:=1}" "${BENCH_PIPE_LOOPS:=1000}" "${BENCH_XPIPE_LOOPS:=100}"
+	: "${BENCH_HACKBENCH:=-g 1 -l 20}" "${BENCH_PROBE_ITERS:=20000}"
+	: "${BENCH_PROBE_REPS:=1}" "${BENCH_TIMEOUT:=600}" "${BENCH_BUDGET_S:=60}"
+	: "${BENCH_BT_TMPFS:=0}" "${BENCH_HOST_REPS:=1}"
+	: "${BENCH_PIPE_CAP:=60}" "${BENCH_XPIPE_CAP:=60}" "${BENCH_HACKBENCH_CAP:=60}"
+	: "${BENCH_PIPE_REPS:=1}"
+	readers_args=--quick ubench_args=--quick
+	report_dir=$base-run
+else
+	base=$build/bench
+	: "${BENCH_ROUNDS:=11}" "${BENCH_PIPE_LOOPS:=10000}" "${BENCH_XPIPE_LOOPS:=2000}"
+	: "${BENCH_HACKBENCH:=-g 2 -l 200}" "${BENCH_PROBE_ITERS:=200000}"
+	: "${BENCH_PROBE_REPS:=5}" "${BENCH_TIMEOUT:=2700}" "${BENCH_BUDGET_S:=900}"
+	: "${BENCH_BT_TMPFS:=1}" "${BENCH_HOST_REPS:=3}"
+	: "${BENCH_PIPE_CAP:=30}" "${BENCH_XPIPE_CAP:=12}" "${BENCH_HACKBENCH_CAP:=12}"
+	: "${BENCH_PIPE_REPS:=2}"
+	readers_args="" ubench_args=""
+	report_dir=$top/bench
+fi
+: "${BENCH_MEM:=1536}"
+run=$base-run
+bin=$base-bin
+start=$(date +%s)
+log() { echo "# bench: $(date +%T) $*"; }
+
+kver=$("$top/scripts/kernels.sh" amd64)
+rm -rf "$run"
+mkdir -p "$run/host" "$run/vm" "$bin"
+
+# ---- builds ----
+log "building module variants for $kver"
+for v in a:2 b:1 c:0; do
+	TS_KBUILD_ARGS="TS_WRITE_SCHEME=${v#*:} TS_BENCH=1" \
+		"$top/scripts/build-module.sh" "$kver" "$base-${v%%:*}" 2>&1 |
+		{ grep -v 'Skipping BTF' || true; }
+	[ -f "$base-${v%%:*}/taskstate.ko" ] || { echo "bench: module build failed" >&2; exit 1; }
+done
+log "building user space"
+make -s -C "$top/tools" O="$bin" all
+cc -O2 -g -Wall -Wextra -std=gnu11 -I"$top/include/uapi" -I"$top/tools" \
+	-o "$bin/readers" "$top/bench/readers.c" "$bin/libtaskstate.a" -pthread
+make -s -C "$top/bench" ubench O="$bin"
+# Only needed if perf does not run in the guest; best effort.
+make -s -C "$top/selftests/taskstate" O="$bin" "$bin/ts_pingpong" >/dev/null 2>&1 ||
+	echo "bench: (ts_pingpong not built: only a fallback)"
+
+# ---- the host ----
+# Other engineers boot QEMU guests on the same 2 cores: log, twice a
+# second, how many QEMU processes run (ours is one of them while the guest
+# runs) and the load; the report marks the runs that overlapped another
+# guest.  The same loop writes the host's clock where the guest reads it,
+# to align the two clocks.
+monitor() {
+	while :; do
+		echo "$(date +%s.%N) $(pgrep -c qemu-system || true) $(cut -d' ' -f1,4 /proc/loadavg)"
+		date +%s.%N > "$run/vm/hostclock.new" && mv "$run/vm/hostclock.new" "$run/vm/hostclock"
+		sleep 0.5
+	done >> "$run/host/monitor.txt"
+}
+monitor &
+mon_pid=$!
+trap 'kill $mon_pid 2>/dev/null || true' EXIT
+
+{
+	echo "host_cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
+	echo "host_ncpu=$(nproc)"
+	echo "host_kernel=$(uname -srm)"
+	echo "host_os=$(. /etc/os-release && echo "$PRETTY_NAME")"
+	echo "qemu=$(qemu-system-x86_64 --version | head -n1)"
+	echo "gcc=$(gcc --version | head -n1)"
+	echo "load_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "qemu_procs_start=$(pgrep -c qemu-system || true)"
+	echo "git=$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)"
+	echo "quick=$quick"
+	echo "kver=$kver"
+	echo "rounds=$BENCH_ROUNDS"
+	echo "pipe_loops=$BENCH_PIPE_LOOPS"
+	echo "pipe_reps=$BENCH_PIPE_REPS"
+	echo "xpipe_loops=$BENCH_XPIPE_LOOPS"
+	echo "hackbench=$BENCH_HACKBENCH"
+	echo "probe_iters=$BENCH_PROBE_ITERS"
+	echo "probe_reps=$BENCH_PROBE_REPS"
+	echo "budget_s=$BENCH_BUDGET_S"
+	echo "caps_s=$BENCH_PIPE_CAP $BENCH_XPIPE_CAP $BENCH_HACKBENCH_CAP"
+	echo "mem_mb=$BENCH_MEM"
+	echo "start=$(date -u +%FT%TZ)"
+} > "$run/host/env.txt"
+
+log "5. ubench on the host"
+# shellcheck disable=SC2086
+"$bin/ubench" $ubench_args --csv "$run/host/ubench.csv" > "$run/host/ubench.txt"
+cat "$run/host/ubench.txt"
+
+log "host baselines (no module, no emulation): pipe, hackbench, readers --no-dev"
+echo "bench,config,round,value,unit" > "$run/host/native.csv"
+for r in $(seq 1 "$BENCH_HOST_REPS"); do
+	v=$(taskset -c 0 perf bench sched pipe -l $((BENCH_PIPE_LOOPS * 5)) 2>&1 | awk '/usecs\/op/ { print $1 }')
+	echo "pipe_pinned,host,$r,$v,us/op" >> "$run/host/native.csv"
+	v=$(taskset -c 0,1 perf bench sched pipe -l $((BENCH_XPIPE_LOOPS * 5)) 2>&1 | awk '/usecs\/op/ { print $1 }')
+	echo "pipe_2cpu,host,$r,$v,us/op" >> "$run/host/native.csv"
+	# shellcheck disable=SC2086
+	v=$(hackbench $BENCH_HACKBENCH 2>&1 | awk '/^Time:/ { print $2 }')
+	echo "hackbench,host,$r,$v,s" >> "$run/host/native.csv"
+done
+# shellcheck disable=SC2086
+"$bin/readers" --no-dev $readers_args --csv "$run/host/readers.csv" > "$run/host/readers.txt" 2>&1 ||
+	echo "bench: host readers failed (see $run/host/readers.txt)"
+cat "$run/host/native.csv" "$run/host/readers.txt"
+
+# ---- the guest ----
+guest=$run/guest.sh
+cat > "$guest" <<EOF
+export BENCH_BIN=$bin BENCH_BT=$top/bench/taskstate.bt
+export BENCH_KO_A=$base-a/taskstate.ko BENCH_KO_B=$base-b/taskstate.ko BENCH_KO_C=$base-c/taskstate.ko
+export BENCH_ROUNDS=$BENCH_ROUNDS BENCH_PIPE_LOOPS=$BENCH_PIPE_LOOPS BENCH_XPIPE_LOOPS=$BENCH_XPIPE_LOOPS
+export BENCH_HACKBENCH="$BENCH_HACKBENCH" BENCH_PROBE_ITERS=$BENCH_PROBE_ITERS BENCH_PROBE_REPS=$BENCH_PROBE_REPS
+export BENCH_READERS_ARGS="$readers_args" BENCH_BUDGET_S=$BENCH_BUDGET_S BENCH_BT_TMPFS=$BENCH_BT_TMPFS
+export BENCH_TMPFS=${BENCH_TMPFS:-1} BENCH_PIPE_REPS=$BENCH_PIPE_REPS BENCH_PIPE_CAP=$BENCH_PIPE_CAP BENCH_XPIPE_CAP=$BENCH_XPIPE_CAP BENCH_HACKBENCH_CAP=$BENCH_HACKBENCH_CAP
+exec bash $top/bench/guest.sh
+EOF
+log "booting $kver (progress: $run/vm/output.log)"
+vm_start=$(date +%s)
+rc=0
+"$top/scripts/vm-run.sh" --quiet --timeout "$BENCH_TIMEOUT" --mem "$BENCH_MEM" \
+	--append "tsc=reliable clocksource=tsc" "$kver" "$run/vm" "$guest" || rc=$?
+cat "$run/vm/output.log" 2>/dev/null || true
+{
+	echo "vm_s=$(( $(date +%s) - vm_start ))"
+	echo "vm_status=$rc"
+	echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "qemu_procs_end=$(pgrep -c qemu-system || true)"
+	echo "end=$(date -u +%FT%TZ)"
+	echo "total_s=$(( $(date +%s) - start ))"
+} >> "$run/host/env.txt"
+if grep -hE 'BUG:|WARNING:|Oops|Call Trace' "$run/vm/dmesg.txt" "$run/vm/console.log" 2>/dev/null; then
+	echo "bench: the guest's kernel log shows the above" >&2
+	rc=1
+fi
+
+# ---- the report ----
+if [ $quick = 1 ]; then
+	cmd="scripts/bench.sh --quick"
+else
+	cmd="make bench"
+fi
+log "writing $report_dir/REPORT.md"
+arc=0
+python3 "$top/bench/analyze.py" --run "$run" --out "$report_dir" \
+	--command "$cmd" --plot "$top/bench/plot.gp" || arc=$?
+log "done in $(( $(date +%s) - start )) s: guest status $rc, report status $arc"
+[ $rc = 0 ] && [ $arc = 0 ]
