@@ -198,6 +198,11 @@ if [ $quick = 1 ]; then
 else
 	cmd="make bench"
 fi
+if [ $rc != 0 ] && [ $quick = 0 ]; then
+	# Keep the last good bench/REPORT.md: report this failed run aside.
+	report_dir=$run
+	echo "bench: the guest failed (status $rc): report in $run, bench/ untouched" >&2
+fi
 log "writing $report_dir/REPORT.md"
 arc=0
 python3 "$top/bench/analyze.py" --run "$run" --out "$report_dir" \

@@ -40,7 +40,7 @@ AMD64_PKGS=(
 	qemu-system-x86 busybox-static
 	gcc-i686-linux-gnu libc6-dev-i386-cross
 	bpftrace linux-perf stress-ng rt-tests
-	gnuplot-nox dkms xz-utils cpio
+	gnuplot-nox python3 dkms xz-utils cpio
 )
 
 missing=()
