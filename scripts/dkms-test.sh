@@ -19,19 +19,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 name=taskstate
 ver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$top/dkms.conf")
 arch=$(uname -m)
-n=0 failed=0
-
-ok() {		# status, description
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=$((failed + 1))
-	fi
-}
-comment() { sed 's/^/# /'; }
-bail() { echo "Bail out! $*"; exit 1; }
+# shellcheck source=tap.sh
+. "$top/scripts/tap.sh"
 
 [ "$(id -u)" = 0 ] || bail "must run as root (dkms)"
 command -v dkms >/dev/null || bail "dkms is not installed (run make deps)"

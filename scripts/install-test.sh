@@ -17,19 +17,8 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-n=0 failed=0
-
-ok() {		# status, description
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=$((failed + 1))
-	fi
-}
-comment() { sed 's/^/# /'; }
-bail() { echo "Bail out! $*"; exit 1; }
+# shellcheck source=tap.sh
+. "$top/scripts/tap.sh"
 
 if [ $# -gt 0 ]; then
 	kvers=("$@")
