@@ -46,14 +46,7 @@ section_track_all() {
 	run "$TS_BIN/ts_abi"
 	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_abi"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
-	# Open question on PREEMPT_RT: bpftrace's record of the test thread
-	# ends tens of ms before the module's last transition (a sleep), and
-	# stays so for 30 s: one of the two is wrong there, not yet known
-	# which.  Counted as a skip, not a pass, until it is.
-	case $(uname -v) in
-	*PREEMPT_RT*) skip "bpftrace cross-check" "PREEMPT_RT: open discrepancy, see ts_bpftrace.c" ;;
-	*) run "$TS_BIN/ts_bpftrace" ;;
-	esac
+	run "$TS_BIN/ts_bpftrace"
 	check "unload" rmmod taskstate
 }
 
