@@ -174,11 +174,13 @@ static long ts_ioctl_track(void __user *uarg, bool track)
 }
 
 /*
- * The word of the thread @tid names in the caller's pid namespace, and
- * its tgid there.  Under rcu_read_lock(): the task cannot be freed, and a
- * slot found for it cannot be reused by another thread.
+ * The word of the thread @tid names in pid namespace @ns (the caller's),
+ * and its tgid there.  Under rcu_read_lock(): the task cannot be freed,
+ * and a slot found for it cannot be reused by another thread.  The tgid
+ * is read as __task_pid_nr_ns() does (kernel/pid.c), with @ns resolved
+ * once per call instead of once per tid.
  */
-static bool ts_sample_one(struct taskstate_entry *e)
+static bool ts_sample_one(struct taskstate_entry *e, struct pid_namespace *ns)
 {
 	struct task_struct *t;
 	struct ts_slot *s;
@@ -187,19 +189,20 @@ static bool ts_sample_one(struct taskstate_entry *e)
 	e->word = 0;
 	if (!e->tid || e->tid > PID_MAX_LIMIT)
 		return false;
-	t = pid_task(find_vpid(e->tid), PIDTYPE_PID);
+	t = pid_task(find_pid_ns(e->tid, ns), PIDTYPE_PID);
 	if (!t)
 		return false;
 	s = ts_lookup(t);
 	if (!s)
 		return false;
 	e->word = ts_word_load(ts_slot_word(s));
-	e->tgid = task_tgid_vnr(t);
+	e->tgid = pid_alive(t) ? pid_nr_ns(task_tgid(t), ns) : 0;
 	return true;
 }
 
 static long ts_ioctl_sample(void __user *uarg)
 {
+	struct pid_namespace *ns = task_active_pid_ns(current);
 	struct taskstate_entry buf[TS_CHUNK];
 	struct taskstate_entry __user *ue;
 	struct taskstate_sample args;
@@ -222,7 +225,7 @@ static long ts_ioctl_sample(void __user *uarg)
 			return -EFAULT;
 		rcu_read_lock();
 		for (i = 0; i < n; i++)
-			args.found += ts_sample_one(&buf[i]);
+			args.found += ts_sample_one(&buf[i], ns);
 		rcu_read_unlock();
 		if (copy_to_user(ue + done, buf, n * sizeof(*buf)))
 			return -EFAULT;
