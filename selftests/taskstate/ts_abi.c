@@ -433,6 +433,15 @@ static int run_child(int (*fn)(void *), void *arg)
 				   128 + WTERMSIG(status);
 }
 
+/* In a TEST: fn(arg) in a child must pass; SKIP with @why if it cannot run. */
+#define ASSERT_CHILD_PASSES(fn, arg, why) do {				\
+	int __ret = run_child(fn, arg);					\
+									\
+	if (__ret == CHILD_SKIP)					\
+		SKIP(return, why);					\
+	ASSERT_EQ(0, __ret);						\
+} while (0)
+
 /* Capabilities, without libcap. */
 static int caps_get(uint64_t *effective, uint64_t *permitted)
 {
@@ -1747,21 +1756,15 @@ static int child_open_with(void *arg)
 
 TEST_F(abi, open_as_nobody_without_capabilities_is_eperm)
 {
-	int ret = run_child(child_open_as_nobody, NULL);
-
-	if (ret == CHILD_SKIP)
-		SKIP(return, "cannot become nobody");
-	ASSERT_EQ(0, ret);
+	ASSERT_CHILD_PASSES(child_open_as_nobody, NULL,
+			    "cannot become nobody");
 }
 
 TEST_F(abi, open_as_root_without_capabilities_is_eperm)
 {
 	struct open_arg a = { .keep = 0 };
-	int ret = run_child(child_open_with, &a);
 
-	if (ret == CHILD_SKIP)
-		SKIP(return, "cannot drop capabilities");
-	ASSERT_EQ(0, ret);
+	ASSERT_CHILD_PASSES(child_open_with, &a, "cannot drop capabilities");
 }
 
 TEST_F(abi, open_without_perfmon_and_sys_admin_is_eperm)
@@ -1769,31 +1772,22 @@ TEST_F(abi, open_without_perfmon_and_sys_admin_is_eperm)
 	struct open_arg a = {
 		.keep = ~(CAP_BIT(CAP_PERFMON) | CAP_BIT(CAP_SYS_ADMIN)),
 	};
-	int ret = run_child(child_open_with, &a);
 
-	if (ret == CHILD_SKIP)
-		SKIP(return, "cannot drop capabilities");
-	ASSERT_EQ(0, ret);
+	ASSERT_CHILD_PASSES(child_open_with, &a, "cannot drop capabilities");
 }
 
 TEST_F(abi, open_with_only_cap_perfmon_works)
 {
 	struct open_arg a = { .keep = CAP_BIT(CAP_PERFMON) };
-	int ret = run_child(child_open_with, &a);
 
-	if (ret == CHILD_SKIP)
-		SKIP(return, "cannot drop capabilities");
-	ASSERT_EQ(0, ret);
+	ASSERT_CHILD_PASSES(child_open_with, &a, "cannot drop capabilities");
 }
 
 TEST_F(abi, open_with_only_cap_sys_admin_works)
 {
 	struct open_arg a = { .keep = CAP_BIT(CAP_SYS_ADMIN) };
-	int ret = run_child(child_open_with, &a);
 
-	if (ret == CHILD_SKIP)
-		SKIP(return, "cannot drop capabilities");
-	ASSERT_EQ(0, ret);
+	ASSERT_CHILD_PASSES(child_open_with, &a, "cannot drop capabilities");
 }
 
 /* Privilege is decided at open: an fd opened before a drop still works. */
@@ -1821,11 +1815,9 @@ static int child_fd_outlives_privilege(void *arg)
 TEST_F(abi, fd_opened_before_dropping_privilege_keeps_working)
 {
 	struct open_arg a = { .fd = self->fd };
-	int ret = run_child(child_fd_outlives_privilege, &a);
 
-	if (ret == CHILD_SKIP)
-		SKIP(return, "cannot become nobody");
-	ASSERT_EQ(0, ret);
+	ASSERT_CHILD_PASSES(child_fd_outlives_privilege, &a,
+			    "cannot become nobody");
 }
 
 /* ---- pid namespaces ---- */
@@ -1886,11 +1878,8 @@ static int child_pidns(void *arg)
 		.outside_pid = self->pid, .outside_tid = self->tid,	\
 		.inside = (in), .outside = (out), .fd = self->fd,	\
 	};								\
-	int ret = run_child(child_pidns, &a);				\
-									\
-	if (ret == CHILD_SKIP)						\
-		SKIP(return, "cannot unshare a pid namespace");		\
-	ASSERT_EQ(0, ret);						\
+	ASSERT_CHILD_PASSES(child_pidns, &a,				\
+			    "cannot unshare a pid namespace");		\
 } while (0)
 
 /* pid 1, with a device of its own, tracking itself by its own tid 1. */
