@@ -93,9 +93,9 @@ run_capped() {	# cap awk-program command...
 }
 
 # us per round trip
-pipe_bench() {	# cpus loops cap
+pipe_bench() {	# cpus loops cap [-T]
 	if [ $pipe_tool = perf ]; then
-		run_capped "$3" '/usecs\/op/ { print $1 }' taskset -c "$1" "${perf_cmd[@]}" bench sched pipe -l "$2"
+		run_capped "$3" '/usecs\/op/ { print $1 }' taskset -c "$1" "${perf_cmd[@]}" bench sched pipe -l "$2" ${4:+"$4"}
 	else
 		# ts_pingpong runs for a time: about as long as perf would.
 		run_capped "$3" '/round trips/ { if ($2 > 0) print 1e6 / $2 }' \
@@ -249,6 +249,12 @@ for r in $(seq 1 "$BENCH_ROUNDS"); do
 		[NETAB])
 			pipe_bench 0,1 "$BENCH_XPIPE_LOOPS" "$BENCH_XPIPE_CAP"
 			record pipe_2cpu "$r" us/op
+			# Threads of one process: no mm switch, so no CR3
+			# write (and no TLB flush) between the two ends.
+			if [ $pipe_tool = perf ]; then
+				pipe_bench 0 "$BENCH_PIPE_LOOPS" "$BENCH_PIPE_CAP" -T
+				record pipe_thr "$r" us/op
+			fi
 			hack_bench "$BENCH_HACKBENCH_CAP"
 			record hackbench "$r" s
 			;;
