@@ -176,9 +176,9 @@ static long ts_ioctl_track(void __user *uarg, bool track)
 /*
  * The word of the thread @tid names in pid namespace @ns (the caller's),
  * and its tgid there.  Under rcu_read_lock(): the task cannot be freed,
- * and a slot found for it cannot be reused by another thread.  The tgid
- * is read as __task_pid_nr_ns() does (kernel/pid.c), with @ns resolved
- * once per call instead of once per tid.
+ * and a slot found for it cannot be reused by another thread.  @ns is
+ * resolved once per call: find_vpid() and task_tgid_vnr() would look it
+ * up again for every tid.
  */
 static bool ts_sample_one(struct taskstate_entry *e, struct pid_namespace *ns)
 {
@@ -196,7 +196,7 @@ static bool ts_sample_one(struct taskstate_entry *e, struct pid_namespace *ns)
 	if (!s)
 		return false;
 	e->word = ts_word_load(ts_slot_word(s));
-	e->tgid = pid_alive(t) ? pid_nr_ns(task_tgid(t), ns) : 0;
+	e->tgid = task_tgid_nr_ns(t, ns);
 	return true;
 }
 
