@@ -668,7 +668,8 @@ not those of hardware:
               f"the module; a measured excess over these figures that is "
               f"resolved from 1.0 would point at costs outside the probe body "
               f"(the tracepoint call itself, TLB or translation effects under "
-              f"TCG), which this suite does not separate.\n")
+              f"TCG): the -T table below compares the same probes without "
+              f"switches between processes.\n")
         if b == "pipe_thr" and all(vals(x, c) for x in ("pipe_pinned", b)
                                    for c in "NTA"):
             def added(x, c):
@@ -812,7 +813,7 @@ null syscall {g:.0f} ns; the ioctl path up to the module's switch (fd
 lookup, LSM hook, vfs_ioctl, the indirect call) +{nop - g:.0f} ns; the
 argument struct in and out (get_user, copy_struct_from_user,
 copy_to_user) +{s0 - nop:.0f} ns; one entry copied in and out and looked
-up (find_vpid, pid_task, the table's hash, task_tgid_vnr) +{s1 - s0:.0f} ns.
+up (find_pid_ns, pid_task, the table's hash, task_tgid_nr_ns) +{s1 - s0:.0f} ns.
 In a 256-tid batch each further tid costs
 {(rd['sample256']['median_ns'] - s0) / 256:.0f} ns.  So an ioctl-based
 reader cannot reach 1.3x getppid() on this guest whatever the module does

@@ -30,6 +30,7 @@
 # Knobs (environment): BENCH_ROUNDS, BENCH_PIPE_LOOPS, BENCH_PIPE_REPS (pinned
 # pipe runs per configuration block), BENCH_XPIPE_LOOPS,
 # BENCH_HACKBENCH, BENCH_PROBE_ITERS, BENCH_PROBE_REPS, BENCH_MEM (MB),
+# BENCH_ACCEL (QEMU -accel; tcg, or tcg,thread=single for --quick),
 # BENCH_TIMEOUT (s), BENCH_BUDGET_S (no new round after that many seconds
 # of rounds), BENCH_TMPFS, BENCH_BT_TMPFS (run perf and hackbench, and
 # bpftrace, from a tmpfs copy in the guest), BENCH_HOST_REPS, BENCH_PIPE_CAP,
@@ -73,6 +74,14 @@ else
 	report_dir=$top/bench
 fi
 : "${BENCH_MEM:=1536}"
+# A smoke run needs no parallel vCPUs: single-threaded TCG, which does not
+# hang where multi-threaded TCG once did (a full run stuck at a bpftrace
+# attach, both vCPUs spinning; see README, Performance).
+if [ $quick = 1 ]; then
+	: "${BENCH_ACCEL:=tcg,thread=single}"
+else
+	: "${BENCH_ACCEL:=tcg}"
+fi
 run=$base-run
 bin=$base-bin
 start=$(date +%s)
@@ -138,6 +147,7 @@ trap 'kill $mon_pid 2>/dev/null || true' EXIT
 	echo "budget_s=$BENCH_BUDGET_S"
 	echo "caps_s=$BENCH_PIPE_CAP $BENCH_XPIPE_CAP $BENCH_HACKBENCH_CAP"
 	echo "mem_mb=$BENCH_MEM"
+	echo "accel=$BENCH_ACCEL"
 	echo "start=$(date -u +%FT%TZ)"
 } > "$run/host/env.txt"
 
@@ -177,6 +187,7 @@ log "booting $kver (progress: $run/vm/output.log)"
 vm_start=$(date +%s)
 rc=0
 "$top/scripts/vm-run.sh" --quiet --timeout "$BENCH_TIMEOUT" --mem "$BENCH_MEM" \
+	--accel "$BENCH_ACCEL" \
 	--append "tsc=reliable clocksource=tsc" "$kver" "$run/vm" "$guest" || rc=$?
 cat "$run/vm/output.log" 2>/dev/null || true
 {
