@@ -195,8 +195,15 @@ static bool ts_sample_one(struct taskstate_entry *e, struct pid_namespace *ns)
 	s = ts_lookup(t);
 	if (!s)
 		return false;
-	e->word = ts_word_load(ts_slot_word(s));
+	/*
+	 * 0 while the last thread of a group is being released:
+	 * __unhash_process() detaches its PID link, then its TGID one.  The
+	 * ABI promises tgid 0 only for "not found", and so it is.
+	 */
 	e->tgid = task_tgid_nr_ns(t, ns);
+	if (!e->tgid)
+		return false;
+	e->word = ts_word_load(ts_slot_word(s));
 	return true;
 }
 
