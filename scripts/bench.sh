@@ -17,8 +17,9 @@
 #         clocksource is not tsc), bench/guest.sh inside:
 #         3. the probe microbenchmark of the TS_BENCH builds (bench_ns)
 #         1. perf bench sched pipe pinned to CPU 0 and across CPUs 0,1,
-#            pinned with two threads (-T), and hackbench, under N (no module), E (track_all=0, nothing
-#            tracked), T (track_all=0, the benchmark's threads tracked),
+#            pinned with two threads (-T), and hackbench, under
+#            N (no module), E (track_all=0, nothing tracked),
+#            T (track_all=0, the benchmark's threads tracked),
 #            A (track_all=1), B (bench/taskstate.bt, bpftrace)
 #         2. the pinned pipe under the write schemes a (seqcount pair),
 #            b (xchg), c (plain store, the product: A's runs)
