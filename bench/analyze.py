@@ -227,7 +227,8 @@ def main():
         lo, hi = boot_ratio(x, n)
         return med(x) / med(n), lo, hi
 
-    def paired(bench, c, base="N"):
+    def round_ratios(bench, c, base):
+        """X(round)/base(same round), each the mean of its runs in that round."""
         d = data.get(bench, {})
         def per_round(x):
             out = {}
@@ -235,7 +236,10 @@ def main():
                 out.setdefault(r, []).append(v)
             return {r: statistics.mean(v) for r, v in out.items()}
         xc, xb = per_round(c), per_round(base)
-        rs = [xc[r] / xb[r] for r in xc if r in xb]
+        return [xc[r] / xb[r] for r in xc if r in xb]
+
+    def paired(bench, c, base="N"):
+        rs = round_ratios(bench, c, base)
         if not rs:
             return float("nan"), float("nan"), float("nan")
         q1, q3 = quartiles(rs)
@@ -244,14 +248,7 @@ def main():
     def paired_ci(bench, c, base="N", iters=4000, seed=3):
         """Median of the per-round ratios, and a 95% bootstrap interval
         (resampling rounds)."""
-        d = data.get(bench, {})
-        def per_round(x):
-            out = {}
-            for (r, _), v in d.get(x, {}).items():
-                out.setdefault(r, []).append(v)
-            return {r: statistics.mean(v) for r, v in out.items()}
-        xc, xb = per_round(c), per_round(base)
-        rs = [xc[r] / xb[r] for r in xc if r in xb]
+        rs = round_ratios(bench, c, base)
         if len(rs) < 2:
             v = rs[0] if rs else float("nan")
             return v, v, v
