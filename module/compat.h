@@ -22,7 +22,8 @@
 /*
  * Is @prev, which sched_switch is switching out, still queued on its run
  * queue (preempted, or its sleep was cancelled by a pending signal)?
- * Called with the run queue lock held, which serialises on_rq.
+ * sched_switch calls it with the run queue lock held, which serialises
+ * on_rq; the snapshot (ts_state_of()) without it, as a hint.
  *
  * 6.1: __schedule() dequeues a task that goes to sleep before the
  * tracepoint (deactivate_task() clears on_rq), but passes the sleep state
@@ -33,13 +34,20 @@
 static inline bool ts_task_queued(const struct task_struct *prev)
 {
 #ifdef TS_HAVE_SCHED_DELAYED
-	return READ_ONCE(prev->on_rq) && !prev->se.sched_delayed;
+	return READ_ONCE(prev->on_rq) && !READ_ONCE(prev->se.sched_delayed);
 #else
 	return READ_ONCE(prev->on_rq);
 #endif
 }
 
-/* Is @t on a CPU right now?  Racy by nature; for the initial snapshot. */
+/*
+ * Is @t on a CPU right now?  Exact where the wakeup probe uses it:
+ * ttwu_runnable() holds the run queue lock that prepare_task() and
+ * finish_task() change on_cpu under, and the other wakeup paths waited for
+ * it to clear (or run on @t's own CPU).  Without such a lock (the
+ * snapshot taken when tracking starts) it is only a hint, and the next
+ * switch of @t corrects what it got wrong.
+ */
 static inline bool ts_task_on_cpu(const struct task_struct *t)
 {
 #ifdef CONFIG_SMP
@@ -48,5 +56,18 @@ static inline bool ts_task_on_cpu(const struct task_struct *t)
 	return t == current;
 #endif
 }
+
+/*
+ * Queue the RCU callback that makes a released slot reusable.  Kernels
+ * with lazy RCU (6.2+, CONFIG_RCU_LAZY=y in Debian's 6.12 and later) batch
+ * plain call_rcu() callbacks for up to about 10 s, during which a dead
+ * task's slot cannot be reused: under fork and exit churn the table can
+ * fill with them.  call_rcu_hurry() opts out of the batching.
+ */
+#ifdef TS_HAVE_CALL_RCU_HURRY
+#define ts_call_rcu	call_rcu_hurry
+#else
+#define ts_call_rcu	call_rcu
+#endif
 
 #endif /* TASKSTATE_COMPAT_H */

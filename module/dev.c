@@ -81,6 +81,21 @@ static long ts_ioctl_info(void __user *uarg)
 	return ts_put_args(uarg, &info, sizeof(info), usize);
 }
 
+/*
+ * The user pointer in a 64-bit field.  u64_to_user_ptr() keeps only the
+ * low half on a 32-bit kernel: an address with bits above them set
+ * cannot be the caller's, and is refused rather than truncated into
+ * another one.  Checked only when entries will be used (count > 0), as a
+ * 64-bit kernel never looks at it otherwise.
+ */
+static int ts_user_ptr(u64 addr, struct taskstate_entry __user **p)
+{
+	if (addr != (uintptr_t)addr)
+		return -EFAULT;
+	*p = u64_to_user_ptr(addr);
+	return 0;
+}
+
 /* The thread, or with @process the process, that @id names for current. */
 static struct task_struct *ts_find(u32 id, bool process)
 {
@@ -225,8 +240,11 @@ static long ts_ioctl_sample(void __user *uarg)
 	args.found = 0;
 	if (args.count > TASKSTATE_BATCH_MAX)
 		return -E2BIG;
-	ue = u64_to_user_ptr(args.entries);
+	if (args.count && ts_user_ptr(args.entries, &ue))
+		return -EFAULT;
 	for (done = 0; done < args.count; done += n) {
+		/* Up to 2048 chunks: let others run between them. */
+		cond_resched();
 		n = min_t(u32, args.count - done, TS_CHUNK);
 		if (copy_from_user(buf, ue + done, n * sizeof(*buf)))
 			return -EFAULT;
@@ -262,7 +280,8 @@ static long ts_ioctl_list(void __user *uarg)
 	args.total = 0;
 	if (args.count > TASKSTATE_LIST_MAX)
 		return -E2BIG;
-	ue = u64_to_user_ptr(args.entries);
+	if (args.count && ts_user_ptr(args.entries, &ue))
+		return -EFAULT;
 	used = ts_slots_used();
 	for (idx = 0; idx < used; idx++) {
 		if (!(idx % 1024))

@@ -9,6 +9,7 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/rcupdate.h>
+#include <linux/timekeeping.h>
 #include "probes.h"
 #include "readers.h"
 #include "table.h"
@@ -28,6 +29,7 @@ MODULE_PARM_DESC(track_all,
 
 static int __init taskstate_init(void)
 {
+	u64 probes_since;
 	int ret;
 
 	if (max_threads < TS_MIN_THREADS || max_threads > TS_MAX_THREADS) {
@@ -38,11 +40,12 @@ static int __init taskstate_init(void)
 	ret = ts_table_init(max_threads);
 	if (ret)
 		return ret;
+	probes_since = ktime_get_ns();
 	ret = ts_probes_register(track_all);
 	if (ret)
 		goto out_table;
 	if (track_all)
-		ts_track_existing();
+		ts_track_existing(probes_since);
 	ts_bench_probe();
 	ts_debugfs_init();
 	ret = ts_dev_init(track_all);

@@ -52,6 +52,35 @@
 
 static bool ts_inherit_all;
 
+#ifdef TS_FAULT_INJECT
+/*
+ * Fault-injection builds only (scripts/build-module.sh builds one for the
+ * tests): widen the window between the newtask probe's lockless look at
+ * the parent's slot and the insert of the child, which is a few
+ * instructions wide otherwise, so that a test can show whether an
+ * UNTRACK racing clone() leaves children tracked.
+ */
+#include <linux/delay.h>
+#include <linux/moduleparam.h>
+
+static unsigned int newtask_delay_us;
+module_param(newtask_delay_us, uint, 0644);
+MODULE_PARM_DESC(newtask_delay_us, "Fault-injection build: busy-wait this long (us, at most 10000) in the task_newtask probe between its look at the parent's slot and the child's insert");
+
+/* At most 10 ms: it spins with preemption off inside clone(). */
+static void ts_fault_newtask_delay(void)
+{
+	unsigned int us = min(READ_ONCE(newtask_delay_us), 10000U);
+
+	if (us)
+		udelay(us);
+}
+#else
+static inline void ts_fault_newtask_delay(void)
+{
+}
+#endif
+
 /* Write @state unless the word holds it already: the time must not move. */
 static __always_inline void ts_set(struct ts_slot *s, unsigned int state,
 				   u64 now)
@@ -122,6 +151,10 @@ static void ts_probe_wakeup(void *data, struct task_struct *p)
  * thread is tracked if tracking was asked with inheritance (a whole
  * process, or track_all).  current is the thread that called clone().
  * The child has not run: its word stays NONE until sched_wakeup_new.
+ *
+ * The lockless look at current's slot only spares untracked forks the
+ * lock; ts_track_child() decides again under ts_lock (see there for the
+ * race with UNTRACK this closes).
  */
 static void ts_probe_newtask(void *data, struct task_struct *child,
 			     unsigned long clone_flags)
@@ -134,8 +167,9 @@ static void ts_probe_newtask(void *data, struct task_struct *child,
 		s = ts_lookup(current);
 		if (!s || !(READ_ONCE(s->flags) & TS_SLOT_INHERIT))
 			return;
+		ts_fault_newtask_delay();
 	}
-	ts_track(child, TS_SLOT_INHERIT);
+	ts_track_child(child, current, ts_inherit_all);
 }
 
 static void ts_probe_free(void *data, struct task_struct *t)

@@ -39,11 +39,29 @@ static inline unsigned int ts_state_from_linux(unsigned int st)
 
 /*
  * The state of a task that is not passing through a tracepoint right now,
- * for the snapshot taken when tracking starts (ts_snapshot()): on a CPU
- * is RUNNING whatever __state says (a task about to sleep still runs, and
- * its switch-out will say so), otherwise __state tells.  TASKSTATE_NONE
- * for a task not yet woken for the first time: sched_wakeup_new will
- * write its word.
+ * for the snapshot taken when tracking starts (ts_snapshot()):
+ *  - on a CPU is RUNNING whatever __state says (a task about to sleep
+ *    still runs, and its switch-out will say so);
+ *  - still queued on a run queue is RUNNABLE whatever __state says: a task
+ *    preempted between set_current_state(TASK_(UN)INTERRUPTIBLE) (or the
+ *    RT lock-wait state) and schedule() keeps that state but stays queued,
+ *    since __schedule() does not dequeue on preemption; it runs again
+ *    without a wakeup.  Common on PREEMPT_RT and preempt=full.  A task
+ *    that 6.12's delayed dequeue keeps queued while it sleeps
+ *    (se.sched_delayed) is not runnable, and ts_task_queued() says so;
+ *  - otherwise __state tells.
+ * on_cpu, on_rq and __state are read without the run queue lock: a task
+ * changing state meanwhile passes a tracepoint, whose probe writes the
+ * word (the snapshot only fills an empty one).  One change passes none:
+ * on 6.12+ the end of a delayed dequeue clears se.sched_delayed, then
+ * on_rq, under the run queue lock of a CPU the sleeping task is not on.
+ * A snapshot whose reads fall between those two stores (a few
+ * instructions) calls the sleeper RUNNABLE, and since its wakeup then
+ * writes RUNNABLE too (no change, no store), the word stays so until the
+ * task next runs.  The module cannot take that lock (task_rq_lock() is
+ * not exported); the window is documented in README.md.
+ * TASKSTATE_NONE for a task not yet woken for the first time:
+ * sched_wakeup_new will write its word.
  */
 static inline unsigned int ts_state_of(struct task_struct *t)
 {
@@ -55,6 +73,8 @@ static inline unsigned int ts_state_of(struct task_struct *t)
 		return TASKSTATE_RUNNING;
 	if (st & TASK_NEW)
 		return TASKSTATE_NONE;
+	if (ts_task_queued(t))
+		return TASKSTATE_RUNNABLE;
 	return ts_state_from_linux(st);
 }
 

@@ -84,34 +84,21 @@ void ts_table_exit(void)
 }
 
 /*
- * Start tracking @t, or add @flags if it is tracked already.  The slot is
- * published with an empty word (NONE): from here on the probes keep it
- * current.  A thread that already runs gets its first word from
- * ts_snapshot(), a grace period later.
- *
- * The caller holds rcu_read_lock() (or the task is a child not yet
- * running) and found @t in a pid or thread list within that section, so
- * @t's sched_process_free, queued only after it left those lists, cannot
- * have run yet: the slot will be released.
+ * Insert @t's slot, or add @flags to the one it has.  Caller holds ts_lock.
+ * The slot is published with an empty word (NONE): from here on the
+ * probes keep it current.
  */
-int ts_track(struct task_struct *t, unsigned int flags)
+static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 {
-	unsigned long irqflags;
-	struct ts_slot *s;
+	struct ts_slot *s = ts_lookup(t);
 	unsigned int idx;
-	int ret = 0;
 
-	raw_spin_lock_irqsave(&ts_lock, irqflags);
-	s = ts_lookup(t);
 	if (s) {
 		WRITE_ONCE(s->flags, s->flags | flags);
-		goto out_unlock;
+		return 0;
 	}
-	if (!ts_nr_free) {
-		atomic_long_inc(&ts_nr_untracked);
-		ret = -ENOSPC;
-		goto out_unlock;
-	}
+	if (!ts_nr_free)
+		return -ENOSPC;
 	idx = ts_free[--ts_nr_free];
 	WRITE_ONCE(ts_hwm, max(ts_hwm, idx + 1));
 	s = &ts_slots[idx];
@@ -120,10 +107,30 @@ int ts_track(struct task_struct *t, unsigned int flags)
 	ts_pub[idx].gen++;
 	ts_word_store(&ts_pub[idx].word, 0);
 	WRITE_ONCE(s->task, t);
-	hlist_add_head_rcu(&s->node,
-			   &ts_buckets[hash_ptr(t, ts_hash_bits)]);
+	hlist_add_head_rcu(&s->node, &ts_buckets[hash_ptr(t, ts_hash_bits)]);
 	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked + 1);
-out_unlock:
+	return 0;
+}
+
+/*
+ * Start tracking @t, or add @flags if it is tracked already, for the
+ * device (TRACK) and track_all at load.  A thread that already runs gets
+ * its first word from ts_snapshot(), a grace period later.  A refusal
+ * because the table is full is the caller's to report (ENOSPC); it is
+ * not counted in ts_nr_untracked, which counts threads the module was
+ * meant to track on its own and could not (see ts_track_child()).
+ *
+ * The caller holds rcu_read_lock() and found @t in a pid or thread list
+ * within that section, so @t's sched_process_free, queued only after it
+ * left those lists, cannot have run yet: the slot will be released.
+ */
+int ts_track(struct task_struct *t, unsigned int flags)
+{
+	unsigned long irqflags;
+	int ret;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	ret = ts_insert_locked(t, flags);
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	/*
 	 * Pairs with the smp_mb() in the task_newtask probe: either the
@@ -132,6 +139,42 @@ out_unlock:
 	 */
 	smp_mb();
 	return ret;
+}
+
+/*
+ * Track @child, a new task that has not run yet, because its creator
+ * @parent is tracked with inheritance (or, with @all, because every
+ * thread is).  The creator's slot and its flag are checked again here,
+ * under ts_lock, in the same critical section that inserts the child:
+ * the probe's lockless look was only a filter.  Otherwise an UNTRACK
+ * walk could remove @parent's slot after that look and pass the child
+ * before it was inserted, leaving the child (and its descendants, which
+ * inherit) tracked after UNTRACK returned.  With the check under the
+ * lock, either the child is inserted before the walk takes the lock to
+ * untrack @parent, and then the child, linked into the thread list
+ * before this probe ran (copy_process()), is further along that list
+ * and the walk untracks it too; or @parent's slot is gone and the child
+ * is not inserted.
+ *
+ * A child the table has no room for is counted in ts_nr_untracked: a
+ * thread left untracked that should have been tracked.
+ */
+void ts_track_child(struct task_struct *child, struct task_struct *parent,
+		    bool all)
+{
+	unsigned long irqflags;
+	struct ts_slot *s;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	if (!all) {
+		s = ts_lookup(parent);
+		if (!s || !(s->flags & TS_SLOT_INHERIT))
+			goto out_unlock;
+	}
+	if (ts_insert_locked(child, TS_SLOT_INHERIT))
+		atomic_long_inc(&ts_nr_untracked);
+out_unlock:
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
 
 /*
@@ -187,23 +230,30 @@ bool ts_untrack(struct task_struct *t)
 	}
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	if (s)
-		call_rcu(&s->rcu, ts_slot_reuse);
+		ts_call_rcu(&s->rcu, ts_slot_reuse);
 	return s;
 }
 
 /*
  * Track every thread that exists, for track_all.  The probes are
- * registered first, so a thread created meanwhile is tracked by the
- * task_newtask probe (ts_track() is idempotent) and a thread freed
- * meanwhile is released by the free probe.
+ * registered first (at @probes_since, ktime_get_ns()), so a thread
+ * created meanwhile is tracked by the task_newtask probe (ts_track() is
+ * idempotent) and a thread freed meanwhile is released by the free probe.
  */
-void ts_track_existing(void)
+void ts_track_existing(u64 probes_since)
 {
 	struct task_struct *g, *t;
 
 	rcu_read_lock();
+	/*
+	 * A thread the table has no room for is counted once: here if it
+	 * existed before the probes were registered, else by the newtask
+	 * probe, which saw it created (start_time: CLOCK_MONOTONIC, set in
+	 * copy_process() before the tracepoint).
+	 */
 	for_each_process_thread(g, t)
-		ts_track(t, 0);
+		if (ts_track(t, 0) && t->start_time < probes_since)
+			atomic_long_inc(&ts_nr_untracked);
 	rcu_read_unlock();
 	synchronize_rcu();
 	rcu_read_lock();
@@ -230,11 +280,23 @@ bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 		v->tid = task_pid_nr_ns(t, ns);
 		v->tgid = task_tgid_nr_ns(t, ns);
 		v->word = ts_word_load(&ts_pub[idx].word);
-		memcpy(v->comm, t->comm, sizeof(v->comm));
+		/*
+		 * __set_task_comm() rewrites comm under task_lock(), a
+		 * spinlock_t we cannot take under this raw lock.  A racing
+		 * rename can at worst show a mix of the old and new names,
+		 * as /proc/<tid>/stat can; the copy is NUL-terminated
+		 * below whatever it read.
+		 */
+		data_race(memcpy(v->comm, t->comm, sizeof(v->comm)));
 		v->comm[sizeof(v->comm) - 1] = '\0';
 	}
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
-	return t && v->tid;
+	/*
+	 * tid or tgid 0: gone from @ns's view, or being released (as in
+	 * SAMPLE, __unhash_process() detaches the PID link before the TGID
+	 * one, so a last thread can briefly have a tid and tgid 0).
+	 */
+	return t && v->tid && v->tgid;
 }
 
 unsigned int ts_slots_used(void)

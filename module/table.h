@@ -9,6 +9,7 @@
 #include <linux/hash.h>
 #include <linux/rculist.h>
 #include <linux/sched.h>
+#include "compat.h"
 #include "word.h"
 
 /* The slot's task was tracked with its future threads and children. */
@@ -74,9 +75,11 @@ static __always_inline bool ts_active(void)
 int ts_table_init(unsigned int nr_slots);
 void ts_table_exit(void);
 int ts_track(struct task_struct *t, unsigned int flags);
+void ts_track_child(struct task_struct *child, struct task_struct *parent,
+		    bool all);
 void ts_snapshot(struct task_struct *t);
 bool ts_untrack(struct task_struct *t);
-void ts_track_existing(void);
+void ts_track_existing(u64 probes_since);
 
 /* What a reader may print about one slot, copied under the table lock. */
 struct ts_view {

@@ -57,7 +57,7 @@ boot() {	# kver out name accel sections
 	*-686*)
 		# No host programs in this guest: everything goes to the share.
 		cp -r "$build/bin32" "$res/bin"
-		cp "$out"/*.ko "$top/selftests/taskstate/run_vm.sh" "$res/"
+		cp -r "$out"/*.ko "$out/fi" "$top/selftests/taskstate/run_vm.sh" "$res/"
 		cat > "$script" <<-EOF
 		TS_KO=/results/taskstate.ko TS_TORTURE_KO=/results/taskstate_torture.ko \
 		TS_BIN=/results/bin TS_OUT=/results TS_SECTIONS="$sections" \
@@ -108,7 +108,7 @@ run_kernel() {	# flavour
 	# loads taskstate or runs bpftrace boots single-threaded.
 	boot "$kver" "$out" torture tcg torture
 	boot "$kver" "$out" main tcg,thread=single \
-		"track_all track_none params busy lockdown"
+		"track_all track_none params review busy lockdown"
 	boot "$kver" "$out" cycles tcg,thread=single cycles
 }
 

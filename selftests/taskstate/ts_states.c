@@ -367,10 +367,11 @@ TEST_F(ts, since_never_future_never_backwards)
 }
 
 /* Time: a thread asleep for 300 ms keeps one SINCE_NS; its age grows. */
-static void *sleep_300ms(struct tid_thread *t)
+/* Long enough for the 200 ms watch below even on a loaded TCG host. */
+static void *sleep_1s(struct tid_thread *t)
 {
 	(void)t;
-	ts_sleep_ms(300);
+	ts_sleep_ms(1000);
 	return NULL;
 }
 
@@ -380,7 +381,7 @@ TEST_F(ts, since_stays_while_state_does)
 	uint64_t w0, w = 0, now0, now = 0;
 	int samples = 0;
 
-	ASSERT_LT(0, start_thread(&t, sleep_300ms));
+	ASSERT_LT(0, start_thread(&t, sleep_1s));
 	w0 = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 100);
 	now0 = ts_now_ns();
 	ASSERT_NE(0, w0);
@@ -405,7 +406,7 @@ TEST_F(ts, new_threads_and_children_appear)
 	int status;
 	pid_t pid;
 
-	ASSERT_LT(0, start_thread(&t, sleep_300ms));
+	ASSERT_LT(0, start_thread(&t, sleep_1s));
 	EXPECT_NE(0, ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 200));
 	pid = fork();
 	if (pid == 0) {

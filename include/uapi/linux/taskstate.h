@@ -15,6 +15,13 @@
  * unknown tail is not zero with E2BIG, and writes back at most the size
  * passed in.  Fields marked "in" are read, "out" are written; flags and
  * padding marked "in" must be zero.
+ *
+ * Privilege is checked when the device is opened (CAP_PERFMON or
+ * CAP_SYS_ADMIN); the descriptor is then the capability, as with perf
+ * events: every ioctl, TRACK and UNTRACK included, works for whoever
+ * holds it (inherited, or passed with SCM_RIGHTS), with tids resolved in
+ * the caller's pid namespace.  A 64-bit pointer field that a 32-bit
+ * kernel cannot address (bits above 31 set) is refused with EFAULT.
  */
 #ifndef _UAPI_LINUX_TASKSTATE_H
 #define _UAPI_LINUX_TASKSTATE_H
@@ -102,6 +109,14 @@ struct taskstate_info {
 	__u64 nr_tracked;	/* out: threads tracked now */
 	__u64 nr_untracked;	/* out: threads left untracked, table full */
 };
+
+/*
+ * nr_tracked and nr_untracked are system-wide, also for a caller in a
+ * child pid namespace.  nr_untracked counts, since load, the threads the
+ * module should have tracked on its own (existing at load with track_all,
+ * or created by a thread tracked with inheritance) but had no room for;
+ * a TRACK refused with ENOSPC is not counted.
+ */
 
 #define TASKSTATE_INFO_SIZE_VER0	56
 

@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ts_review: the promises that an adversarial review of the module found
+ * broken or undecided (issue 16), each as a test that failed before its
+ * fix where one could be written.
+ *
+ * Some tests need a particular module load; run_vm.sh provides it, and a
+ * test run under another says so with a counted SKIP:
+ *   untrack_process_racing_clone   track_all=0 (with track_all=1 every new
+ *                                  thread is tracked whatever UNTRACK did);
+ *                                  also run against the fault-injection
+ *                                  build, which widens the race window
+ *   snapshot_of_queued_sleeper     the test module taskstate_qsleeper.ko,
+ *                                  its tid in $TS_QSLEEPER_TID
+ *   nr_untracked_counts_threads    a table small enough to fill
+ *                                  (max_threads <= 256) and track_all=0
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+
+#include "common.h"
+#include "kselftest_harness.h"
+
+FIXTURE(review) {
+	int fd;
+	struct taskstate_info info;
+};
+
+FIXTURE_SETUP(review)
+{
+	self->fd = ts_open();
+	ASSERT_LE(0, self->fd) TH_LOG("open /dev/taskstate: %s",
+				      strerror(-self->fd));
+	ASSERT_EQ(0, ts_info(self->fd, &self->info));
+}
+
+FIXTURE_TEARDOWN(review)
+{
+	ts_close(self->fd);
+}
+
+static uint64_t nr_untracked(int fd)
+{
+	struct taskstate_info info;
+
+	return ts_info(fd, &info) ? ~0ULL : info.nr_untracked;
+}
+
+/* ---- 1. UNTRACK of a process racing clone() ---- */
+
+static atomic_int chain_stop;
+
+/*
+ * A chain of threads: each creates the next and exits, so the process
+ * always has threads being created.  A thread left tracked after an
+ * UNTRACK passes its tracking on to the whole rest of its chain.
+ */
+static void *chain_link(void *arg)
+{
+	pthread_t next;
+	unsigned int spin;
+
+	for (spin = 0; spin < 2000; spin++)
+		__asm__ __volatile__("" ::: "memory");
+	while (!atomic_load(&chain_stop)) {
+		if (!pthread_create(&next, NULL, chain_link, NULL)) {
+			pthread_detach(next);
+			return NULL;
+		}
+		ts_sleep_ms(1);
+	}
+	return NULL;
+}
+
+static void chain_process(int ready)
+{
+	pthread_t t;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (pthread_create(&t, NULL, chain_link, NULL))
+			_exit(1);
+		pthread_detach(t);
+	}
+	(void)!write(ready, "x", 1);
+	for (;;)
+		pause();
+}
+
+TEST_F_TIMEOUT(review, untrack_process_racing_clone, 120)
+{
+	int rounds = 0, leaked = 0, p[2];
+	uint64_t end, nr;
+	pid_t pid;
+	char c;
+
+	if (self->info.track_all)
+		SKIP(return, "track_all=1 tracks every new thread anyway");
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(p[0]);
+		chain_process(p[1]);
+	}
+	close(p[1]);
+	ASSERT_EQ(1, read(p[0], &c, 1));
+	close(p[0]);
+
+	end = ts_now_ns() + 8000000000ULL;
+	while (ts_now_ns() < end) {
+		struct taskstate_entry *e;
+		uint32_t n;
+		int total;
+
+		ASSERT_EQ(0, ts_track(self->fd, pid, true, &nr));
+		ts_sleep_ms(rounds % 4);
+		ASSERT_EQ(0, ts_untrack(self->fd, pid, true, &nr));
+		/*
+		 * A thread missed by the walk that the probe inserted would
+		 * stay: a thread that exits in between is not shown (tid 0).
+		 */
+		ts_sleep_ms(5);
+		total = ts_list(self->fd, pid, &e, &n);
+		ASSERT_LE(0, total);
+		free(e);
+		if (total) {
+			leaked++;
+			TH_LOG("round %d: %d threads still tracked after UNTRACK",
+			       rounds, total);
+			ts_untrack(self->fd, pid, true, NULL);
+			if (leaked >= 3)
+				break;
+		}
+		rounds++;
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	TH_LOG("%d TRACK/UNTRACK rounds against two cloning chains", rounds);
+	EXPECT_EQ(0, leaked);
+	EXPECT_LT(10, rounds);
+}
+
+/* ---- 2. The snapshot of a task preempted in its sleep window ---- */
+
+static atomic_int hog_stop;
+
+static void *hog(void *arg)
+{
+	ts_pin(*(int *)arg);
+	while (!atomic_load(&hog_stop))
+		;
+	return NULL;
+}
+
+TEST_F_TIMEOUT(review, snapshot_of_queued_sleeper, 120)
+{
+	unsigned int seen[TASKSTATE_NR_STATES] = { 0 };
+	const char *tid_env = getenv("TS_QSLEEPER_TID");
+	const char *cpu_env = getenv("TS_QSLEEPER_CPU");
+	int cpu = cpu_env ? atoi(cpu_env) : 0, i;
+	pthread_t h;
+	pid_t tid;
+
+	if (!tid_env)
+		SKIP(return, "taskstate_qsleeper.ko not loaded by the runner");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs two CPUs");
+	tid = atoi(tid_env);
+	/* The test on the other CPU, a busy thread beside the sleeper. */
+	ASSERT_EQ(0, ts_pin(cpu ? 0 : 1));
+	atomic_store(&hog_stop, 0);
+	ASSERT_EQ(0, pthread_create(&h, NULL, hog, &cpu));
+	ts_sleep_ms(100);
+	for (i = 0; i < 300; i++) {
+		unsigned int st;
+
+		/* Untracked and tracked again: the word is a new snapshot. */
+		ts_untrack(self->fd, tid, false, NULL);
+		ASSERT_EQ(0, ts_track(self->fd, tid, false, NULL));
+		st = ts_state_of(self->fd, tid);
+		seen[st]++;
+		if (st != TASKSTATE_RUNNING && st != TASKSTATE_RUNNABLE)
+			TH_LOG("round %d: %s", i, taskstate_state_name(st));
+	}
+	atomic_store(&hog_stop, 1);
+	pthread_join(h, NULL);
+	if (!self->info.track_all)
+		ts_untrack(self->fd, tid, false, NULL);
+	TH_LOG("RUNNING %u, RUNNABLE %u, SLEEPING %u, other %u",
+	       seen[TASKSTATE_RUNNING], seen[TASKSTATE_RUNNABLE],
+	       seen[TASKSTATE_SLEEPING],
+	       300 - seen[TASKSTATE_RUNNING] - seen[TASKSTATE_RUNNABLE] -
+	       seen[TASKSTATE_SLEEPING]);
+	EXPECT_EQ(300, seen[TASKSTATE_RUNNING] + seen[TASKSTATE_RUNNABLE]);
+	/* The window was exercised: it was found queued, not only running. */
+	EXPECT_LT(0, seen[TASKSTATE_RUNNABLE]);
+}
+
+/* ---- 4. Fork and exit churn: dead tasks' slots come back in time ---- */
+
+static atomic_ulong churn_forks;
+static atomic_int churn_stop;
+
+static void *forker(void *arg)
+{
+	while (!atomic_load(&churn_stop)) {
+		pid_t pid = fork();
+
+		if (!pid)
+			_exit(0);
+		if (pid > 0 && waitpid(pid, NULL, 0) == pid)
+			atomic_fetch_add(&churn_forks, 1);
+	}
+	return NULL;
+}
+
+/*
+ * Short-lived processes at the highest rate two forkers sustain, for
+ * $TS_CHURN_S seconds (default 10): the table's occupancy (nr_tracked)
+ * against the tracked threads alive (LIST), whose difference is the
+ * slots of dead tasks still waiting for delayed_put_task_struct()'s
+ * grace period and then the module's own.  With lazy RCU (6.12's
+ * CONFIG_RCU_LAZY) and plain call_rcu() these could wait about 10 s
+ * each.  The numbers are logged; the test fails if a thread went
+ * untracked while the table was never more than half full (slots waiting
+ * for reuse count as neither tracked nor free, hence the margin).
+ */
+TEST_F_TIMEOUT(review, churn_occupancy, 300)
+{
+	const char *env = getenv("TS_CHURN_S");
+	unsigned int secs = env ? atoi(env) : 10, i;
+	uint64_t u0, dead, max_dead = 0, max_occ = 0, start;
+	unsigned long forks;
+	pthread_t f[2];
+
+	if (!self->info.track_all)
+		SKIP(return, "track_all=0: the churn's processes are not tracked");
+	u0 = nr_untracked(self->fd);
+	atomic_store(&churn_stop, 0);
+	start = ts_now_ns();
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&f[i], NULL, forker, NULL));
+	for (i = 0; i < secs * 5; i++) {
+		struct taskstate_info info;
+		struct taskstate_entry *e;
+		uint32_t n;
+		int live;
+
+		ts_sleep_ms(200);
+		ASSERT_EQ(0, ts_info(self->fd, &info));
+		live = ts_list(self->fd, 0, &e, &n);
+		ASSERT_LE(0, live);
+		free(e);
+		dead = info.nr_tracked > (uint64_t)live ?
+		       info.nr_tracked - live : 0;
+		if (dead > max_dead)
+			max_dead = dead;
+		if (info.nr_tracked > max_occ)
+			max_occ = info.nr_tracked;
+	}
+	atomic_store(&churn_stop, 1);
+	for (i = 0; i < 2; i++)
+		pthread_join(f[i], NULL);
+	forks = atomic_load(&churn_forks);
+	TH_LOG("%lu forks in %.1f s (%.0f/s); occupancy at most %llu of %u, dead slots at most %llu (%.2f s of exits)",
+	       forks, (ts_now_ns() - start) / 1e9,
+	       forks / ((ts_now_ns() - start) / 1e9),
+	       (unsigned long long)max_occ, self->info.max_threads,
+	       (unsigned long long)max_dead,
+	       max_dead / (forks / ((ts_now_ns() - start) / 1e9)));
+	EXPECT_LT(0, forks);
+	if (2 * max_occ < self->info.max_threads)
+		EXPECT_EQ(u0, nr_untracked(self->fd));
+}
+
+/* ---- 6. nr_untracked counts threads, not refused attempts ---- */
+
+static atomic_int park_stop;
+
+static void *parked(void *arg)
+{
+	__atomic_store_n((pid_t *)arg, ts_gettid(), __ATOMIC_RELEASE);
+	while (!atomic_load(&park_stop))
+		ts_sleep_ms(5);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(review, nr_untracked_counts_threads, 120)
+{
+	struct taskstate_info info;
+	pthread_t *t;
+	pid_t *tids;
+	uint64_t u0, nr;
+	unsigned int extra = 5, n, i;
+
+	if (self->info.track_all || self->info.max_threads > 256)
+		SKIP(return, "needs track_all=0 and max_threads <= 256");
+	/* Our process, with inheritance: its new threads are tracked. */
+	ASSERT_EQ(0, ts_track(self->fd, getpid(), true, &nr));
+	ASSERT_EQ(0, ts_info(self->fd, &info));
+	ASSERT_LE(info.nr_tracked, info.max_threads);
+	n = info.max_threads - info.nr_tracked + extra;
+	t = calloc(n, sizeof(*t));
+	tids = calloc(n, sizeof(*tids));
+	ASSERT_TRUE(t && tids);
+	u0 = nr_untracked(self->fd);
+	atomic_store(&park_stop, 0);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, parked, &tids[i]));
+	for (i = 0; i < n; i++)
+		while (!__atomic_load_n(&tids[i], __ATOMIC_ACQUIRE))
+			ts_sleep_ms(1);
+	/* Exactly the threads the full table could not take. */
+	EXPECT_EQ(u0 + extra, nr_untracked(self->fd));
+
+	/* Asking again and again for one of them: ENOSPC, not counted. */
+	for (i = 0; i < 10; i++)
+		EXPECT_EQ(-ENOSPC, ts_track(self->fd, tids[n - 1], false, NULL));
+	EXPECT_EQ(u0 + extra, nr_untracked(self->fd));
+
+	atomic_store(&park_stop, 1);
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	ts_untrack(self->fd, getpid(), true, NULL);
+	free(t);
+	free(tids);
+}
+
+/* ---- 9. INFO's counts in a child pid namespace: system-wide ---- */
+
+static int info_in_child_pidns(int fd)
+{
+	struct taskstate_info info;
+	struct taskstate_entry *e;
+	uint32_t n;
+	int total;
+
+	if (ts_track(fd, getpid(), false, NULL))
+		return 2;
+	total = ts_list(fd, 0, &e, &n);
+	if (total < 0)
+		return 3;
+	free(e);
+	if (ts_info(fd, &info))
+		return 4;
+	/* Only pid 1 is visible here; the count includes the outside. */
+	if (getpid() != 1 || total != 1 || info.nr_tracked < 2) {
+		fprintf(stderr, "pid %d, LIST total %d, nr_tracked %llu\n",
+			getpid(), total, (unsigned long long)info.nr_tracked);
+		return 5;
+	}
+	return 0;
+}
+
+TEST_F(review, info_counts_are_system_wide_in_child_pidns)
+{
+	int status;
+	pid_t pid;
+
+	/* At least one tracked thread outside: ours. */
+	ASSERT_EQ(0, ts_track(self->fd, ts_gettid(), false, NULL));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		pid_t inner;
+
+		if (unshare(CLONE_NEWPID))
+			_exit(77);
+		inner = fork();
+		if (inner < 0)
+			_exit(6);
+		if (!inner)
+			_exit(info_in_child_pidns(self->fd));
+		if (waitpid(inner, &status, 0) != inner)
+			_exit(7);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 8);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		SKIP(return, "cannot create a pid namespace");
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * With arguments, run only the tests they name (6.1's harness has no
+ * filter of its own): run_vm.sh runs each test under the load it needs.
+ * A name that matches no test is an error, so a typo cannot pass.
+ */
+int main(int argc, char **argv)
+{
+	struct __test_metadata *t, *next, *head = NULL, *tail = NULL;
+	struct __fixture_metadata *f;
+	int i, found = 0;
+
+	if (argc < 2)
+		return test_harness_run(argc, argv);
+	for (f = __fixture_list; f; f = f->next) {
+		head = tail = NULL;
+		for (t = f->tests; t; t = next) {
+			next = t->next;
+			for (i = 1; i < argc && strcmp(argv[i], t->name); i++)
+				;
+			if (i == argc)
+				continue;
+			found++;
+			t->next = NULL;
+			t->prev = tail;
+			if (tail)
+				tail->next = t;
+			else
+				head = t;
+			tail = t;
+		}
+		if (head)
+			head->prev = tail;
+		f->tests = head;
+	}
+	if (found != argc - 1) {
+		fprintf(stderr, "ts_review: %d of %d test names matched\n",
+			found, argc - 1);
+		return 1;
+	}
+	return test_harness_run(argc, argv);
+}
