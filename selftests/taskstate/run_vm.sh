@@ -85,6 +85,11 @@ section_review() {
 		run "$TS_BIN/ts_review" nr_untracked_counts_threads
 		check "unload (max_threads=64)" rmmod taskstate
 	fi
+	# Walks over a full table: SAMPLE and debugfs reschedule per chunk.
+	if check "load (max_threads=2048)" insmod "$TS_KO" max_threads=2048; then
+		run "$TS_BIN/ts_review" long_walks_with_full_table
+		check "unload (max_threads=2048)" rmmod taskstate
+	fi
 	# The snapshot of a thread preempted between set_current_state()
 	# and schedule(), in both modes.
 	if check "load taskstate_qsleeper" insmod "$TS_QSLEEPER_KO"; then

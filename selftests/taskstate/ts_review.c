@@ -14,6 +14,9 @@
  *                                  its tid in $TS_QSLEEPER_TID
  *   nr_untracked_counts_threads    a table small enough to fill
  *                                  (max_threads <= 256) and track_all=0
+ *   long_walks_with_full_table     track_all=1, max_threads <= 4096
+ *   churn_occupancy                track_all=1
+ * With no argument every test runs; with names, only those.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -204,6 +207,37 @@ TEST_F_TIMEOUT(review, snapshot_of_queued_sleeper, 120)
 	EXPECT_LT(0, seen[TASKSTATE_RUNNABLE]);
 }
 
+/*
+ * Threads that wait, blocked in read(), until the write end of park_pipe
+ * is closed, for the tests that fill the table: thousands of them cost
+ * nothing while they wait.
+ */
+static int park_pipe[2];
+
+static void *parked(void *arg)
+{
+	char c;
+
+	__atomic_store_n((pid_t *)arg, ts_gettid(), __ATOMIC_RELEASE);
+	(void)!read(park_pipe[0], &c, 1);
+	return NULL;
+}
+
+static int park_start(void)
+{
+	return pipe(park_pipe);
+}
+
+static void park_stop_all(pthread_t *t, unsigned int n)
+{
+	unsigned int i;
+
+	close(park_pipe[1]);
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	close(park_pipe[0]);
+}
+
 /* ---- 4. Fork and exit churn: dead tasks' slots come back in time ---- */
 
 static atomic_ulong churn_forks;
@@ -283,16 +317,6 @@ TEST_F_TIMEOUT(review, churn_occupancy, 300)
 
 /* ---- 6. nr_untracked counts threads, not refused attempts ---- */
 
-static atomic_int park_stop;
-
-static void *parked(void *arg)
-{
-	__atomic_store_n((pid_t *)arg, ts_gettid(), __ATOMIC_RELEASE);
-	while (!atomic_load(&park_stop))
-		ts_sleep_ms(5);
-	return NULL;
-}
-
 TEST_F_TIMEOUT(review, nr_untracked_counts_threads, 120)
 {
 	struct taskstate_info info;
@@ -312,7 +336,7 @@ TEST_F_TIMEOUT(review, nr_untracked_counts_threads, 120)
 	tids = calloc(n, sizeof(*tids));
 	ASSERT_TRUE(t && tids);
 	u0 = nr_untracked(self->fd);
-	atomic_store(&park_stop, 0);
+	ASSERT_EQ(0, park_start());
 	for (i = 0; i < n; i++)
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, parked, &tids[i]));
 	for (i = 0; i < n; i++)
@@ -326,12 +350,135 @@ TEST_F_TIMEOUT(review, nr_untracked_counts_threads, 120)
 		EXPECT_EQ(-ENOSPC, ts_track(self->fd, tids[n - 1], false, NULL));
 	EXPECT_EQ(u0 + extra, nr_untracked(self->fd));
 
-	atomic_store(&park_stop, 1);
-	for (i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
+	park_stop_all(t, n);
 	ts_untrack(self->fd, getpid(), true, NULL);
 	free(t);
 	free(tids);
+}
+
+/* ---- 5. Long walks: a full table, read whole in one call ---- */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* One read() of the debugfs table in a new pid namespace: no row visible. */
+static int read_in_empty_pidns(uint64_t *ns, ssize_t *len)
+{
+	char buf[4096];
+	int status, p[2];
+	pid_t pid;
+
+	if (pipe(p) || unshare(CLONE_NEWPID))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		int fd = open("/sys/kernel/debug/taskstate", O_RDONLY);
+		uint64_t t0, r[2];
+
+		if (fd < 0)
+			_exit(1);
+		t0 = mono_ns();
+		r[1] = read(fd, buf, sizeof(buf));
+		r[0] = mono_ns() - t0;
+		(void)!write(p[1], r, sizeof(r));
+		_exit(0);
+	}
+	if (read(p[0], buf, 16) != 16 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	memcpy(ns, buf, 8);
+	memcpy(len, buf + 8, sizeof(*len));
+	return 0;
+}
+
+/*
+ * With the table full, the two walks that can take the whole table in
+ * one system call: SAMPLE of TASKSTATE_BATCH_MAX tids, and one read() of
+ * the debugfs table by a reader that sees no row (a child pid namespace:
+ * the page never fills).  Both reschedule per chunk (SAMPLE per 32 tids,
+ * debugfs per 1024 slots); the time of the whole call, logged, is how
+ * long a CPU would be held without that on a kernel without full
+ * preemption.  Checks what the calls return.
+ */
+TEST_F_TIMEOUT(review, long_walks_with_full_table, 300)
+{
+	struct taskstate_entry *e;
+	struct taskstate_info info;
+	unsigned int n = 0, cap, i;
+	pthread_t *t;
+	pid_t *tids;
+	uint64_t t0, sample_ns, u0;
+	ssize_t len = -1;
+	int found, status;
+	pid_t pid;
+
+	if (!self->info.track_all || self->info.max_threads > 4096)
+		SKIP(return, "needs track_all=1 and max_threads <= 4096");
+	cap = self->info.max_threads;
+	t = calloc(cap + 8, sizeof(*t));
+	tids = calloc(cap + 8, sizeof(*tids));
+	e = calloc(TASKSTATE_BATCH_MAX, sizeof(*e));
+	ASSERT_TRUE(t && tids && e);
+	/* Threads until the table is full, with a few left untracked. */
+	ASSERT_EQ(0, park_start());
+	ASSERT_EQ(0, ts_info(self->fd, &info));
+	u0 = info.nr_untracked;
+	for (i = info.nr_tracked; i < cap + 8; i++) {
+		pthread_attr_t a;
+
+		pthread_attr_init(&a);
+		pthread_attr_setstacksize(&a, 64 * 1024);
+		ASSERT_EQ(0, pthread_create(&t[n], &a, parked, &tids[n]));
+		pthread_attr_destroy(&a);
+		n++;
+	}
+	for (i = 0; i < n; i++)
+		while (!__atomic_load_n(&tids[i], __ATOMIC_ACQUIRE))
+			ts_sleep_ms(1);
+	/* Full: the table had to leave some of them untracked. */
+	ASSERT_EQ(0, ts_info(self->fd, &info));
+	EXPECT_LT(u0, info.nr_untracked);
+	ASSERT_LT(0, n);
+	for (i = 0; i < TASKSTATE_BATCH_MAX; i++)
+		e[i].tid = tids[i % n];
+	t0 = mono_ns();
+	found = ts_sample(self->fd, e, TASKSTATE_BATCH_MAX);
+	sample_ns = mono_ns() - t0;
+	EXPECT_LE(TASKSTATE_BATCH_MAX / 2, found);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		uint64_t ns;
+
+		if (read_in_empty_pidns(&ns, &len))
+			_exit(77);
+		/* The header only: no slot is visible in that namespace. */
+		if (len <= 0 || len > 100)
+			_exit(1);
+		fprintf(stderr, "# debugfs: one read() over %u slots: %llu us\n",
+			cap, (unsigned long long)(ns / 1000));
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	park_stop_all(t, n);
+	TH_LOG("table full (%u slots, %u threads made): SAMPLE of %u tids %llu us, %llu ns per tid",
+	       cap, n, TASKSTATE_BATCH_MAX,
+	       (unsigned long long)(sample_ns / 1000),
+	       (unsigned long long)(sample_ns / TASKSTATE_BATCH_MAX));
+	ASSERT_TRUE(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		SKIP(return, "cannot create a pid namespace");
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	free(t);
+	free(tids);
+	free(e);
 }
 
 /* ---- 9. INFO's counts in a child pid namespace: system-wide ---- */
