@@ -1341,8 +1341,12 @@ static void check_watch_tty(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, during.c_lflag & (ICANON | ECHO | ISIG))
 		TH_LOG("lflag %#x", during.c_lflag);
 
-	/* About a second: some ten redraws, 100 ms apart. */
+	/*
+	 * About a second: some ten redraws, 100 ms apart; on a loaded host
+	 * (TCG) fewer, so wait up to 10 s for the three checked below.
+	 */
 	pty_drain(t.master, &out, 1000);
+	pty_wait_for(t.master, &out, ESC_HOME, 3, 10000);
 
 	switch (how) {
 	case END_Q:

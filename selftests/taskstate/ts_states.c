@@ -367,11 +367,11 @@ TEST_F(ts, since_never_future_never_backwards)
 }
 
 /* Time: a thread asleep for 300 ms keeps one SINCE_NS; its age grows. */
-/* Long enough for the 200 ms watch below even on a loaded TCG host. */
-static void *sleep_1s(struct tid_thread *t)
+/* Long enough for the watch below even on a loaded TCG host. */
+static void *sleep_2s(struct tid_thread *t)
 {
 	(void)t;
-	ts_sleep_ms(1000);
+	ts_sleep_ms(2000);
 	return NULL;
 }
 
@@ -381,12 +381,15 @@ TEST_F(ts, since_stays_while_state_does)
 	uint64_t w0, w = 0, now0, now = 0;
 	int samples = 0;
 
-	ASSERT_LT(0, start_thread(&t, sleep_1s));
+	ASSERT_LT(0, start_thread(&t, sleep_2s));
 	w0 = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 100);
 	now0 = ts_now_ns();
 	ASSERT_NE(0, w0);
-	/* Until shortly before it wakes, the word does not move. */
-	while (ts_now_ns() - now0 < 200000000ULL) {
+	/*
+	 * For 200 ms and at least five samples (a loaded TCG host can stretch
+	 * the 20 ms naps), well before it wakes, the word does not move.
+	 */
+	while (ts_now_ns() - now0 < 200000000ULL || samples < 5) {
 		ts_sleep_ms(20);
 		w = ts_word_of(self->fd, t.tid);
 		now = ts_now_ns();
@@ -406,7 +409,7 @@ TEST_F(ts, new_threads_and_children_appear)
 	int status;
 	pid_t pid;
 
-	ASSERT_LT(0, start_thread(&t, sleep_1s));
+	ASSERT_LT(0, start_thread(&t, sleep_2s));
 	EXPECT_NE(0, ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 200));
 	pid = fork();
 	if (pid == 0) {
