@@ -1359,13 +1359,13 @@ static void check_watch_tty(struct __test_metadata *_metadata,
 		ASSERT_EQ(0, kill(cli, SIGINT));
 		break;
 	}
-	status = pty_wait_exit(cli, t.master, &out, 2000);
+	status = pty_wait_exit(cli, t.master, &out, 10000);
 	span.t1 = ts_now_ns();
 	ASSERT_EQ(0, tcgetattr(t.master, &after));
 	pty_close(&t);
 
 	EXPECT_EQ(EXIT_OK, status_code(status))
-		TH_LOG("watch did not end with 0 (-1: killed after 2 s)");
+		TH_LOG("watch did not end with 0 (-1: killed after 10 s)");
 	/* The terminal as before: cooked, echoing, ^C a signal again. */
 	EXPECT_EQ(before.c_lflag, after.c_lflag)
 		TH_LOG("lflag %#x, was %#x", after.c_lflag, before.c_lflag);
