@@ -25,6 +25,7 @@
 
 #include <linux/mm.h>
 #include <linux/pid_namespace.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -178,23 +179,81 @@ out_unlock:
 }
 
 /*
+ * When @t, which is not on a CPU, entered its current state, in
+ * CLOCK_BOOTTIME, from the scheduler's own bookkeeping: it last went on a
+ * CPU at sched_info.last_arrival (rq_clock(), the sched_clock domain; set
+ * at every switch-in when CONFIG_SCHED_INFO is on, as in every Debian
+ * kernel) and ran for sum_exec_runtime - prev_sum_exec_runtime there
+ * (the fair class sets prev_sum_exec_runtime when it picks the task; the
+ * other classes do not, and for them the run is left out, so the
+ * estimate is early by that run).  Its switch-out is when it entered the
+ * state it is still in: nothing but its own run changes a sleeping,
+ * stopped or preempted task's state without a tracepoint.
+ *
+ * sched_clock is turned into CLOCK_BOOTTIME with the offset between the
+ * two read now, on this CPU.  Where that is wrong: a suspend since the
+ * switch-out (sched_clock stops, CLOCK_BOOTTIME does not: the estimate
+ * is late by the suspend, the age short), sched_clock drift between CPUs
+ * (unstable TSC: microseconds), and time the task spent in interrupts
+ * during its last run (counted as run: early).  Never later than @now,
+ * never earlier than the task's start; @now when there is nothing to go
+ * on (the fields are read without the run queue lock: if the task runs
+ * meanwhile, its switch-in probe writes the word, see ts_snapshot()).
+ */
+static u64 ts_since_estimate(struct task_struct *t, u64 now)
+{
+#ifdef CONFIG_SCHED_INFO
+	u64 start = t->start_boottime, arrival, ran = 0, since;
+	unsigned int policy = READ_ONCE(t->policy);
+
+	/* Stable while @t is off its CPU; a switch-in writes the word. */
+	arrival = data_race(t->sched_info.last_arrival);
+	if (!arrival)
+		return now;
+	if (policy == SCHED_NORMAL || policy == SCHED_BATCH ||
+	    policy == SCHED_IDLE) {
+		/* As stable, under the same condition. */
+		u64 sum = data_race(t->se.sum_exec_runtime);
+		/* And this one too. */
+		u64 prev = data_race(t->se.prev_sum_exec_runtime);
+
+		if (sum > prev)
+			ran = sum - prev;
+	}
+	since = arrival + ran + (now - local_clock());
+	if ((s64)(since - now) > 0)
+		return now;
+	if ((s64)(since - start) < 0)
+		return start;
+	return since;
+#else
+	return now;
+#endif
+}
+
+/*
  * Give a thread that was already running when its slot was published the
  * word for its current state.  Call a grace period after ts_track(): by
  * then every probe that ran without seeing the slot has finished, with
  * all it did to the task (a switch sets on_cpu in the same
  * preemption-disabled section), so on_cpu and __state are current, and
  * every later event writes the word itself.  ts_word_init() only fills an
- * empty word, so a probe that got there first keeps its newer word.
+ * empty word, so a probe that got there first keeps its newer word.  A
+ * thread not on a CPU gets the time it entered its state as the scheduler
+ * knows it (ts_since_estimate()), not the snapshot's.
  * Caller holds rcu_read_lock() and found @t within it.
  */
 void ts_snapshot(struct task_struct *t)
 {
 	struct ts_slot *s = ts_lookup(t);
 	unsigned int state = ts_state_of(t);
+	u64 now = ktime_get_boot_fast_ns();
 
-	if (s && state != TASKSTATE_NONE)
-		ts_word_init(ts_slot_word(s),
-			     taskstate_pack(state, ktime_get_boot_fast_ns()));
+	if (!s || state == TASKSTATE_NONE)
+		return;
+	if (state != TASKSTATE_RUNNING && state != TASKSTATE_DEAD)
+		now = ts_since_estimate(t, now);
+	ts_word_init(ts_slot_word(s), taskstate_pack(state, now));
 }
 
 static void ts_slot_reuse(struct rcu_head *head)

@@ -108,7 +108,7 @@ run_kernel() {	# flavour
 	# loads taskstate or runs bpftrace boots single-threaded.
 	boot "$kver" "$out" torture tcg torture
 	boot "$kver" "$out" main tcg,thread=single \
-		"track_all track_none params review busy lockdown"
+		"track_all track_none params review stuck busy lockdown"
 	boot "$kver" "$out" cycles tcg,thread=single cycles
 }
 

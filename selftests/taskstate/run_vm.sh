@@ -15,8 +15,8 @@
 #   TS_BIN32       optional: 32-bit builds of ts_abi, to run on a 64-bit kernel
 #   TS_OUT         a writable directory
 #   TS_SECTIONS    optional: which sections to run (default: all, in order):
-#                  track_all track_none params review torture busy cycles
-#                  lockdown
+#                  track_all track_none params review stuck torture busy
+#                  cycles lockdown
 
 n=0
 ok() { n=$((n + 1)); echo "ok $n $*"; }
@@ -101,6 +101,16 @@ section_review() {
 			rmmod taskstate
 		done
 		check "unload taskstate_qsleeper" rmmod taskstate_qsleeper
+	fi
+}
+
+# --- threads stuck before tracking began show their age (issue 18) -------
+section_stuck() {
+	TS_LOAD_CMD="insmod $TS_KO" run "$TS_BIN/ts_stuck"
+	check "unload (stuck, track_all=1)" rmmod taskstate
+	if check "load (stuck, track_all=0)" insmod "$TS_KO" track_all=0; then
+		run "$TS_BIN/ts_stuck"
+		check "unload (stuck, track_all=0)" rmmod taskstate
 	fi
 }
 
@@ -199,7 +209,7 @@ section_lockdown() {
 	check "unload under lockdown" rmmod taskstate
 }
 
-for section in ${TS_SECTIONS:-track_all track_none params review torture busy cycles lockdown}; do
+for section in ${TS_SECTIONS:-track_all track_none params review stuck torture busy cycles lockdown}; do
 	"section_$section"
 done
 echo "# done: $n shell checks"
