@@ -201,6 +201,97 @@ TEST_F(ts, sleeping_pipe)
 }
 
 /*
+ * Delayed dequeue (EEVDF, 6.12 and later): a fair task that goes to sleep
+ * while it is ahead of its run queue (negative lag: it ran more than its
+ * share) is not dequeued at once.  It stays on the run queue, on_rq set,
+ * with se.sched_delayed, until it is picked again or woken.  It is asleep
+ * all the same: its word must read SLEEPING, never RUNNABLE.
+ *
+ * Provoked by a sleeper that shares CPU 0 with a spinner: each round it
+ * spins a varying amount of its own CPU time (0.5 to 3 ms, around the
+ * fair slice, so that it often sleeps ahead of the spinner), then waits on
+ * a futex.  The main thread, on CPU 1, reads the word once the sleeper is
+ * surely switched out, then wakes it.  On a kernel without delayed
+ * dequeue the rounds test the plain sleep.
+ */
+struct dd_sleeper {
+	struct tid_thread t;
+	uint32_t round;		/* main -> sleeper: start this round */
+	uint32_t waiting;	/* sleeper -> main: about to wait, round N */
+};
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void *dd_sleep_loop(struct tid_thread *t)
+{
+	struct dd_sleeper *d = (struct dd_sleeper *)t;
+	uint32_t r, done = 0;
+	uint64_t end;
+
+	ts_pin(0);
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		r = __atomic_load_n(&d->round, __ATOMIC_ACQUIRE);
+		if (r == done) {
+			sched_yield();
+			continue;
+		}
+		end = thread_cpu_ns() + 500000ULL * (1 + r % 6);
+		while (thread_cpu_ns() < end)
+			;
+		/* t.futex is 0 here: the main thread set it back. */
+		__atomic_store_n(&d->waiting, r, __ATOMIC_RELEASE);
+		while (!__atomic_load_n(&t->futex, __ATOMIC_ACQUIRE))
+			syscall(SYS_futex, &t->futex, FUTEX_WAIT, 0, NULL,
+				NULL, 0);
+		done = r;
+	}
+	return NULL;
+}
+
+TEST_F(ts, sleeping_while_delayed_dequeue)
+{
+	int seen[TASKSTATE_NR_STATES] = { 0 };
+	struct tid_thread hog = { .cpu = 0 };
+	struct dd_sleeper d = { .t.futex = 0 };
+	const uint32_t rounds = 40;
+	uint32_t r;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs two CPUs: the sampler must not share one");
+	ASSERT_EQ(0, ts_pin(1));
+	stop = 0;
+	ASSERT_LT(0, start_thread(&hog, spin));
+	ASSERT_LT(0, start_thread(&d.t, dd_sleep_loop));
+	for (r = 1; r <= rounds; r++) {
+		__atomic_store_n(&d.t.futex, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&d.round, r, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&d.waiting, __ATOMIC_ACQUIRE) != r)
+			ts_sleep_ms(1);
+		/* Past the futex wait's switch-out by far. */
+		ts_sleep_ms(20);
+		seen[ts_state_of(self->fd, d.t.tid)]++;
+		wake_futex(&d.t);
+	}
+	stop = 1;
+	wake_futex(&d.t);
+	pthread_join(d.t.thread, NULL);
+	pthread_join(hog.thread, NULL);
+	TH_LOG("%u rounds: %d SLEEPING, %d RUNNABLE, %d RUNNING, %d other",
+	       rounds, seen[TASKSTATE_SLEEPING], seen[TASKSTATE_RUNNABLE],
+	       seen[TASKSTATE_RUNNING],
+	       rounds - seen[TASKSTATE_SLEEPING] - seen[TASKSTATE_RUNNABLE] -
+	       seen[TASKSTATE_RUNNING]);
+	EXPECT_EQ(rounds, seen[TASKSTATE_SLEEPING]);
+	EXPECT_EQ(0, seen[TASKSTATE_RUNNABLE]);
+}
+
+/*
  * BLOCKED: a vfork parent waits for its child in an uninterruptible
  * (killable) wait, wait_for_vfork_done().  The vforking thread is
  * blocked; the test's main thread watches it.
