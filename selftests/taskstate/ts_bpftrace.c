@@ -134,7 +134,13 @@ TEST_F_TIMEOUT(bpf, module_agrees_with_bpftrace, 400)
 		sched_yield();
 	ASSERT_EQ(0, ts_track(fd, tid, false, NULL));
 	snprintf(tidarg, sizeof(tidarg), "%d", tid);
+	/*
+	 * <sys/types.h> first: on 5.10 bpftrace 0.17 builds the tracepoint's
+	 * argument struct from its format file, where pid_t is otherwise
+	 * unknown ("unknown type name 'pid_t'"); harmless on later kernels.
+	 */
 	snprintf(prog, sizeof(prog),
+		 "#include <sys/types.h>\n"
 		 "BEGIN { printf(\"ready\\n\"); } "
 		 "tracepoint:sched:sched_switch /args->prev_pid == $1/ "
 		 "{ @n = @n + 1; @t = nsecs; @s = args->prev_state; } "
