@@ -39,7 +39,7 @@ static inline unsigned int ts_task_state(const struct task_struct *t)
 
 /*
  * The sched_switch probe's arguments.  TS_SWITCH_PROBE_ARGS is its
- * parameter list, TS_SWITCH_ARGS() the arguments of a direct call, and
+ * parameter list, TS_SWITCH_CALL() a direct call of it, and
  * TS_SWITCH_PREV_STATE, inside the probe, the state prev is switching out
  * in.
  *
@@ -62,22 +62,22 @@ static inline unsigned int ts_task_state(const struct task_struct *t)
 #define TS_SWITCH_PROBE_ARGS	bool preempt, struct task_struct *prev, \
 				struct task_struct *next, \
 				unsigned int prev_state
-#define TS_SWITCH_ARGS(preempt, prev, next, prev_state) \
-	(preempt), (prev), (next), (prev_state)
+#define TS_SWITCH_CALL(probe, data, preempt, prev, next, prev_state) \
+	probe(data, preempt, prev, next, prev_state)
 #define TS_SWITCH_PREV_STATE	prev_state
 #else
 #define TS_SWITCH_PROBE_ARGS	bool preempt, struct task_struct *prev, \
 				struct task_struct *next
-#define TS_SWITCH_ARGS(preempt, prev, next, prev_state) \
-	(preempt), (prev), (next)
+#define TS_SWITCH_CALL(probe, data, preempt, prev, next, prev_state) \
+	probe(data, preempt, prev, next)
 #define TS_SWITCH_PREV_STATE	ts_task_state(prev)
 #endif
 
 /* task_newtask's clone_flags: unsigned long up to 6.12 at least, u64 on 7.2. */
 #ifdef TS_HAVE_CLONE_FLAGS_U64
-typedef u64 ts_clone_flags_t;
+#define TS_CLONE_FLAGS_T	u64
 #else
-typedef unsigned long ts_clone_flags_t;
+#define TS_CLONE_FLAGS_T	unsigned long
 #endif
 
 /*

@@ -122,7 +122,7 @@ static void ts_probe_wakeup(void *data, struct task_struct *p)
  * The child has not run: its word stays NONE until sched_wakeup_new.
  */
 static void ts_probe_newtask(void *data, struct task_struct *child,
-			     ts_clone_flags_t clone_flags)
+			     TS_CLONE_FLAGS_T clone_flags)
 {
 	struct ts_slot *s;
 
@@ -268,12 +268,12 @@ void ts_bench_probe(void)
 		sink += ktime_get_boot_fast_ns();
 	t[2] = ktime_get_ns();
 	for (i = 0; i < n; i++)
-		ts_probe_switch(NULL, TS_SWITCH_ARGS(true, current, current,
-						     TASK_RUNNING));
+		TS_SWITCH_CALL(ts_probe_switch, NULL, true, current, current,
+			       TASK_RUNNING);
 	t[3] = ktime_get_ns();
 	for (i = 0; i < n; i++)
-		ts_probe_switch(NULL, TS_SWITCH_ARGS(true, idle, idle,
-						     TASK_RUNNING));
+		TS_SWITCH_CALL(ts_probe_switch, NULL, true, idle, idle,
+			       TASK_RUNNING);
 	t[4] = ktime_get_ns();
 	preempt_enable();
 	for (i = 0; i < ARRAY_SIZE(bench_ns); i++)
