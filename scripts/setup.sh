@@ -228,7 +228,8 @@ if [ "$(cat "$PAPT/sources.list" 2>/dev/null)" != "$papt_sources" ] ||
    [ -z "$(find "$PAPT/lists" -maxdepth 1 -name '*Packages*' -mmin -720)" ]; then
 	echo "$papt_sources" > "$PAPT/sources.list"
 	log "updating the private apt lists in $PAPT"
-	papt apt-get update -qq >/dev/null
+	# As apt_update: a suite mid-sync on the mirror fails one index.
+	papt apt-get update -qq >/dev/null 2>&1 || papt apt-get update -qq || true
 fi
 
 # The release the meta package META (e.g. linux-image-amd64) depends on.
@@ -344,7 +345,7 @@ unpack_image amd64-7.2 "$ksid"
 # arm64: image, headers (made self-contained: their Makefile includes the
 # common headers by absolute path, rewritten to the cache; their scripts
 # are the host's linux-kbuild of the same major version) and busybox.
-karm=$(meta_release linux-image-arm64/"$REL":arm64 arm64) ||
+karm=$(meta_release linux-image-arm64:arm64/"$REL" arm64) ||
 	{ log "no linux-image-arm64 in $REL"; exit 1; }
 unpack_pkgs "$CACHE/arm64/image-$karm" "linux-image-$karm:arm64"
 hdr=$CACHE/arm64/headers-$karm
