@@ -20,6 +20,7 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
+CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
 KERNELS=${KERNELS:-amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64}
 VM_TIMEOUT=${VM_TIMEOUT:-1500}
 CROSS32=(CC=i686-linux-gnu-gcc EXTRA_LDFLAGS=-static)
@@ -154,10 +155,45 @@ run_host_test() {	# dkms-test | install-test
 	[ $rc = 0 ] || grep -q '^not ok ' "$tap" || fail "$1 (status $rc)"
 }
 
+# The same tests for the kernels whose headers live in a debootstrap
+# chroot (amd64-5.10, amd64-7.2), inside that chroot: its compiler, its
+# dkms and kmod, on a copy of the sources.  The chroot's kernel gets a
+# module index first, as an installed kernel has.
+run_chroot_host_test() {	# dkms-test | install-test, flavour
+	local kver croot d tap rc
+	kver=$("$top/scripts/kernels.sh" "$2") || { fail "$1 $2: no kernel"; return; }
+	tap=$build/$1-$kver.tap
+	for croot in "$CACHE"/chroot/*; do
+		[ -d "$croot/usr/src/linux-headers-$kver" ] && break
+	done
+	echo "# === $1 ($2, in ${croot##*/}) ==="
+	d=/tmp/taskstate-hosttest.$$
+	rm -rf "${croot:?}$d"
+	mkdir -p "$croot$d"
+	(cd "$top" && cp -r Kbuild Makefile dkms.conf module include scripts "$croot$d/" &&
+	 find tools -name build -prune -o -type f -exec cp --parents -t "$croot$d/" {} +)
+	# shellcheck disable=SC2016
+	unshare --mount --propagation private sh -c '
+		mount -t proc proc "$1/proc"
+		chroot "$1" depmod "$3"
+		chroot "$1" bash "$2/scripts/$4.sh" "$3"' \
+		sh "$croot" "$d" "$kver" "$1" > "$tap" 2>&1
+	rc=$?
+	rm -rf "${croot:?}$d"
+	cat "$tap"
+	count "$tap"
+	[ $rc = 0 ] || grep -q '^not ok ' "$tap" || fail "$1 $kver (status $rc)"
+}
+
 mkdir -p "$build"
 if [ -n "${HOST_TESTS-dkms-test install-test}" ]; then
 	for t in ${HOST_TESTS-dkms-test install-test}; do
 		run_host_test "$t"
+		for k in $KERNELS; do
+			case $k in
+			amd64-5.10|amd64-7.2) run_chroot_host_test "$t" "$k" ;;
+			esac
+		done
 	done
 fi
 if build_userspace; then

@@ -297,16 +297,24 @@ fi
 echo "$k612" > "$CACHE/kernels/amd64-6.12"
 
 # A debootstrap chroot of SUITE with COMPILER, make and the headers of
-# KVER, made once (into a temporary directory, renamed when complete) and
-# brought to KVER's headers when the suite moves on.
+# KVER, and what the DKMS and install tests need there (dkms, gcc,
+# libc6-dev, kmod), made once (into a temporary directory, renamed when
+# complete) and brought to KVER's headers when the suite moves on.
 make_chroot() {	# suite, compiler package, kver
-	local suite=$1 cc=$2 kver=$3 dir=$CACHE/chroot/$1 start
+	local suite=$1 cc=$2 kver=$3 dir=$CACHE/chroot/$1 start p missing=()
+	local pkgs=("$cc" make "linux-headers-$kver" dkms gcc libc6-dev kmod)
+	if [ -f "$dir/.complete" ]; then
+		for p in "${pkgs[@]}"; do
+			chroot "$dir" dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+				grep -q 'ok installed' || missing+=("$p")
+		done
+	fi
 	if [ ! -f "$dir/.complete" ]; then
 		log "creating the $suite chroot in $dir (debootstrap)"
 		start=$(date +%s)
 		rm -rf "$dir" "$dir.new"
 		debootstrap --variant=minbase --keyring="$KEYRING" \
-			--include="$cc,make,linux-headers-$kver" \
+			--include="$(IFS=,; echo "${pkgs[*]}")" \
 			"$suite" "$dir.new" "$MIRROR" > "$CACHE/chroot/$suite.log" 2>&1 ||
 			{ log "debootstrap $suite failed: $CACHE/chroot/$suite.log"; exit 1; }
 		chroot "$dir.new" apt-get clean
@@ -314,12 +322,11 @@ make_chroot() {	# suite, compiler package, kver
 		touch "$dir.new/.complete"
 		mv "$dir.new" "$dir"
 		log "$suite chroot made in $(cat "$dir/.seconds") s"
-	elif ! chroot "$dir" dpkg-query -W -f='${Status}' "linux-headers-$kver" 2>/dev/null |
-	     grep -q 'ok installed'; then
-		log "installing linux-headers-$kver in the $suite chroot"
+	elif [ ${#missing[@]} -gt 0 ]; then
+		log "installing ${missing[*]} in the $suite chroot"
 		chroot "$dir" apt-get update -qq >/dev/null
 		chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install \
-			-y -qq --no-install-recommends "linux-headers-$kver" >/dev/null
+			-y -qq --no-install-recommends "${missing[@]}" >/dev/null
 		chroot "$dir" apt-get clean
 	fi
 }

@@ -211,10 +211,10 @@ TEST_F(ts, sleeping_pipe)
  * Provoked by a sleeper at nice 19 that shares CPU 0 with a spinner at
  * nice 0: each round it spins 0.25 to 1 ms of its own CPU time, which at
  * its weight puts it far ahead of the queue's average, then waits on a
- * futex.  The main thread, on CPU 1, reads the word once the sleeper is
- * surely switched out, then wakes it.  With ts_task_queued() reduced to
- * on_rq, 39 of 40 rounds read RUNNABLE on 6.12 (tried by hand); on a
- * kernel without delayed dequeue the rounds test the plain sleep.
+ * futex.  The main thread, on CPU 1, reads the word once the sleeper has
+ * switched out, then wakes it.  With ts_task_queued() reduced to on_rq,
+ * 39 of 40 rounds read RUNNABLE on 6.12 (tried by hand); on a kernel
+ * without delayed dequeue the rounds test the plain sleep.
  */
 struct dd_sleeper {
 	struct tid_thread t;
@@ -258,13 +258,13 @@ static void *dd_sleep_loop(struct tid_thread *t)
 	return NULL;
 }
 
-TEST_F(ts, sleeping_while_delayed_dequeue)
+TEST_F_TIMEOUT(ts, sleeping_while_delayed_dequeue, 120)
 {
 	int seen[TASKSTATE_NR_STATES] = { 0 };
 	struct tid_thread hog = { .cpu = 0 };
 	struct dd_sleeper d = { .round = 0 };
-	const uint32_t rounds = 40;
-	uint32_t r;
+	const uint32_t rounds = 20;
+	uint32_t r, late = 0, never = 0;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs two CPUs: the sampler must not share one");
@@ -276,20 +276,33 @@ TEST_F(ts, sleeping_while_delayed_dequeue)
 		__atomic_store_n(&d.round, r, __ATOMIC_RELEASE);
 		while (__atomic_load_n(&d.waiting, __ATOMIC_ACQUIRE) != r)
 			ts_sleep_ms(1);
-		/* Past the futex wait's switch-out by far. */
+		/* Past the futex wait's switch-out, as a rule. */
 		ts_sleep_ms(20);
 		seen[ts_state_of(self->fd, d.t.tid)]++;
+		/*
+		 * A preemptible kernel (7.2's) may preempt the sleeper between
+		 * setting its sleep state and schedule(): it is RUNNABLE then,
+		 * truly, and at nice 19 may wait long for the CPU before it
+		 * switches out asleep.  Wrongly counted as queued, a delayed
+		 * task stays RUNNABLE until woken: give it 1.5 s.
+		 */
+		if (taskstate_state(ts_word_of(self->fd, d.t.tid)) !=
+		    TASKSTATE_SLEEPING) {
+			late++;
+			if (!ts_wait_state(self->fd, d.t.tid,
+					   TASKSTATE_SLEEPING, 1500))
+				never++;
+		}
 		__atomic_store_n(&d.release, r, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &d.release, FUTEX_WAKE, 1, NULL, NULL, 0);
 	}
 	stop = 1;
 	pthread_join(d.t.thread, NULL);
 	pthread_join(hog.thread, NULL);
-	TH_LOG("%u rounds: %d SLEEPING, %d RUNNABLE, %d RUNNING",
+	TH_LOG("%u rounds, after 20 ms: %d SLEEPING, %d RUNNABLE, %d RUNNING; %u not yet SLEEPING, %u never within 1.5 s",
 	       rounds, seen[TASKSTATE_SLEEPING], seen[TASKSTATE_RUNNABLE],
-	       seen[TASKSTATE_RUNNING]);
-	EXPECT_EQ(rounds, seen[TASKSTATE_SLEEPING]);
-	EXPECT_EQ(0, seen[TASKSTATE_RUNNABLE]);
+	       seen[TASKSTATE_RUNNING], late, never);
+	EXPECT_EQ(0, never);
 }
 
 /*
