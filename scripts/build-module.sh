@@ -58,7 +58,7 @@ mkdir -p "$src/selftests/taskstate"
 cp -r "$top/Kbuild" "$top/module" "$top/include" "$src/"
 cp -r "$top/selftests/taskstate/torture" "$src/selftests/taskstate/"
 if [ -n "$croot" ]; then
-	# shellcheck disable=SC2016
+	# shellcheck disable=SC2016,SC2086
 	unshare --mount --propagation private sh -ec '
 		croot=$1 kdir=$2 src=$3
 		shift 3

@@ -305,6 +305,7 @@ make_chroot() {	# suite, compiler package, kver
 	local pkgs=("$cc" make "linux-headers-$kver" dkms gcc libc6-dev kmod)
 	if [ -f "$dir/.complete" ]; then
 		for p in "${pkgs[@]}"; do
+			# shellcheck disable=SC2016
 			chroot "$dir" dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 				grep -q 'ok installed' || missing+=("$p")
 		done
