@@ -12,7 +12,7 @@
 
 KERNELRELEASE ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KERNELRELEASE)/build
-KERNELS ?= amd64 rt-amd64 686
+KERNELS ?= amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64
 PREFIX ?= /usr/local
 DESTDIR ?=
 # Absolute: modules_install and the tools install run in other directories.

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Every kernel-version difference taskstate cares about, as small inline
- * wrappers; the rest of the module never tests for a version.  Features
- * are detected in Kbuild (grep on the kernel headers), not by version.
+ * wrappers and macros; the rest of the module never tests for a version.
+ * Features are detected in Kbuild (grep on the kernel headers), not by
+ * version: TS_HAVE_SCHED_DELAYED, TS_HAVE_SWITCH_PREV_STATE,
+ * TS_HAVE_TASK_STATE_U (task_struct's __state), TS_HAVE_CLONE_FLAGS_U64.
+ * A detection that goes wrong cannot go unnoticed: the
+ * check_trace_callback_type_*() checks in probes.c and the field accesses
+ * below stop the build.
  *
- * Supported: 5.18 and later (sched_switch passes prev_state; an older
- * kernel fails the check_trace_callback_type_sched_switch() check in
- * probes.c at build time, and dkms.conf does not try).  Tested on 6.1 in
- * the VM, built on 6.12.
+ * Tested in the VM (make check): 5.10, 6.1, 6.12 and 7.2 on amd64, 6.1
+ * PREEMPT_RT, 6.1 on 686 and arm64.
  */
 #ifndef TASKSTATE_COMPAT_H
 #define TASKSTATE_COMPAT_H
@@ -17,6 +20,64 @@
 /* The freezer's own state appeared in 6.1; before it, frozen was a flag. */
 #ifndef TASK_FROZEN
 #define TASK_FROZEN 0
+#endif
+
+/* PREEMPT_RT's sleeping spinlock wait appeared in 5.15. */
+#ifndef TASK_RTLOCK_WAIT
+#define TASK_RTLOCK_WAIT 0
+#endif
+
+/* A task's state word: task_struct.state became __state in 5.14. */
+static inline unsigned int ts_task_state(const struct task_struct *t)
+{
+#ifdef TS_HAVE_TASK_STATE_U
+	return READ_ONCE(t->__state);
+#else
+	return READ_ONCE(t->state);
+#endif
+}
+
+/*
+ * The sched_switch probe's arguments.  TS_SWITCH_PROBE_ARGS is its
+ * parameter list, TS_SWITCH_CALL() a direct call of it, and
+ * TS_SWITCH_PREV_STATE, inside the probe, the state prev is switching out
+ * in.
+ *
+ * 5.18 and later pass that state (prev_state), read in __schedule() before
+ * the task is dequeued.  Before 5.18 there is no such argument and the
+ * probe reads prev->state itself, as the kernel's own trace event did;
+ * this is racy, which is why 5.18 added the argument (commit fa2c3254d7cf,
+ * "sched/tracing: Don't re-read p->state when emitting sched_switch
+ * event").  Once __schedule() has dequeued prev, a wakeup on another CPU
+ * may already run try_to_wake_up() for it: it sets prev->state to
+ * TASK_WAKING (then TASK_RUNNING) while prev is still on its CPU, before
+ * the tracepoint.  The probe then reads a running state and writes
+ * RUNNABLE where the task went to sleep.  What a reader sees: a sleep too
+ * short to matter (the wakeup was already under way when the task
+ * switched out) reads as RUNNABLE from the switch on, with no SLEEPING or
+ * BLOCKED word in between; the time stays right.  Never the reverse: a
+ * runnable task is never reported asleep.
+ */
+#ifdef TS_HAVE_SWITCH_PREV_STATE
+#define TS_SWITCH_PROBE_ARGS	bool preempt, struct task_struct *prev, \
+				struct task_struct *next, \
+				unsigned int prev_state
+#define TS_SWITCH_CALL(probe, data, preempt, prev, next, prev_state) \
+	probe(data, preempt, prev, next, prev_state)
+#define TS_SWITCH_PREV_STATE	prev_state
+#else
+#define TS_SWITCH_PROBE_ARGS	bool preempt, struct task_struct *prev, \
+				struct task_struct *next
+#define TS_SWITCH_CALL(probe, data, preempt, prev, next, prev_state) \
+	probe(data, preempt, prev, next)
+#define TS_SWITCH_PREV_STATE	ts_task_state(prev)
+#endif
+
+/* task_newtask's clone_flags: unsigned long up to 6.12 at least, u64 on 7.2. */
+#ifdef TS_HAVE_CLONE_FLAGS_U64
+#define TS_CLONE_FLAGS_T	u64
+#else
+#define TS_CLONE_FLAGS_T	unsigned long
 #endif
 
 /*

@@ -99,10 +99,7 @@ static unsigned int ts_prev_state(bool preempt, struct task_struct *prev,
 	return ts_state_from_linux(prev_state);
 }
 
-static void ts_probe_switch(void *data, bool preempt,
-			    struct task_struct *prev,
-			    struct task_struct *next,
-			    unsigned int prev_state)
+static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
 {
 	struct ts_slot *ps, *ns;
 	u64 now;
@@ -116,7 +113,8 @@ static void ts_probe_switch(void *data, bool preempt,
 	/* One clock read per event: both words carry the same time. */
 	now = ktime_get_boot_fast_ns();
 	if (ps)
-		ts_set(ps, ts_prev_state(preempt, prev, prev_state), now);
+		ts_set(ps, ts_prev_state(preempt, prev, TS_SWITCH_PREV_STATE),
+		       now);
 	if (ns)
 		ts_set(ns, TASKSTATE_RUNNING, now);
 }
@@ -157,7 +155,7 @@ static void ts_probe_wakeup(void *data, struct task_struct *p)
  * race with UNTRACK this closes).
  */
 static void ts_probe_newtask(void *data, struct task_struct *child,
-			     unsigned long clone_flags)
+			     TS_CLONE_FLAGS_T clone_flags)
 {
 	struct ts_slot *s;
 
@@ -304,10 +302,12 @@ void ts_bench_probe(void)
 		sink += ktime_get_boot_fast_ns();
 	t[2] = ktime_get_ns();
 	for (i = 0; i < n; i++)
-		ts_probe_switch(NULL, true, current, current, TASK_RUNNING);
+		TS_SWITCH_CALL(ts_probe_switch, NULL, true, current, current,
+			       TASK_RUNNING);
 	t[3] = ktime_get_ns();
 	for (i = 0; i < n; i++)
-		ts_probe_switch(NULL, true, idle, idle, TASK_RUNNING);
+		TS_SWITCH_CALL(ts_probe_switch, NULL, true, idle, idle,
+			       TASK_RUNNING);
 	t[4] = ktime_get_ns();
 	preempt_enable();
 	for (i = 0; i < ARRAY_SIZE(bench_ns); i++)

@@ -65,7 +65,7 @@ static inline unsigned int ts_state_from_linux(unsigned int st)
  */
 static inline unsigned int ts_state_of(struct task_struct *t)
 {
-	unsigned int st = READ_ONCE(t->__state);
+	unsigned int st = ts_task_state(t);
 
 	if (READ_ONCE(t->exit_state))
 		return TASKSTATE_DEAD;

@@ -9,35 +9,81 @@
 #
 #   scripts/build-module.sh KVER OUTDIR     -> OUTDIR/*.ko, OUTDIR/fi/*.ko
 #
-# The -686 kernels are built with the i686 cross compiler.  Extra make
-# arguments (W=1, EXTRA_CFLAGS=...) come from $TS_KBUILD_ARGS.
+# Each kernel is built with the compiler its headers were made for:
+#  - headers installed on the host (/lib/modules/KVER/build: bookworm's
+#    6.1 and backports' 6.12, gcc-12): on the host; the -686 ones with the
+#    i686 cross compiler;
+#  - -arm64: the headers unpacked in the cache, with aarch64-linux-gnu-gcc;
+#  - headers in a debootstrap chroot of their suite (bullseye's 5.10 with
+#    gcc-10, sid's 7.2 with gcc-16, scripts/setup.sh makes them): inside
+#    that chroot, in a private mount namespace with /proc mounted (7.x's
+#    objtool reads /proc/self/limits).
+# Extra make arguments (W=1, EXTRA_CFLAGS=...) come from $TS_KBUILD_ARGS.
 set -euo pipefail
 
+CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
 kver=$1
 mkdir -p "$2"
 out=$(cd "$2" && pwd)
 top=$(cd "$(dirname "$0")/.." && pwd)
-kdir=/lib/modules/$kver/build
-[ -d "$kdir" ] || { echo "build-module: no headers for $kver in $kdir (run make deps)" >&2; exit 2; }
 
-cross=()
+cross=() croot=""
+kdir=/lib/modules/$kver/build
 case $kver in
 *-686*) cross=(ARCH=x86 CROSS_COMPILE=i686-linux-gnu-) ;;
+*-arm64)
+	cross=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
+	kdir=$CACHE/arm64/headers-$kver/usr/src/linux-headers-$kver
+	;;
 esac
+if [ ! -d "$kdir" ]; then
+	for c in "$CACHE"/chroot/*/; do
+		if [ -f "$c/.complete" ] && [ -d "$c/usr/src/linux-headers-$kver" ]; then
+			croot=${c%/}
+			kdir=/usr/src/linux-headers-$kver
+			break
+		fi
+	done
+	[ -n "$croot" ] || { echo "build-module: no headers for $kver (run make deps)" >&2; exit 2; }
+fi
 
-src=$out/src
-rm -rf "$src" "$src-fi"
-mkdir -p "$src/selftests/taskstate" "$src-fi" "$out/fi"
+# The sources, in the chroot when building there.  fi/ is the same
+# module built with TS_FAULT_INJECT, for the tests.
+if [ -n "$croot" ]; then
+	csrc=/tmp/taskstate-build.$$
+	src=$croot$csrc
+	trap 'rm -rf "$src"' EXIT
+else
+	src=$out/src
+fi
+rm -rf "$src"
+mkdir -p "$src/selftests/taskstate" "$src/fi"
 cp -r "$top/Kbuild" "$top/module" "$top/include" "$src/"
-cp -r "$top/Kbuild" "$top/module" "$top/include" "$src-fi/"
+cp -r "$top/Kbuild" "$top/module" "$top/include" "$src/fi/"
 cp -r "$top/selftests/taskstate/torture" "$src/selftests/taskstate/"
-# shellcheck disable=SC2086
-for m in "$src" "$src/selftests/taskstate/torture"; do
-	make -s -C "$kdir" M="$m" "${cross[@]}" ${TS_KBUILD_ARGS:-} modules
-done
-# shellcheck disable=SC2086
-make -s -C "$kdir" M="$src-fi" "${cross[@]}" ${TS_KBUILD_ARGS:-} \
-	TS_FAULT_INJECT=1 modules
-cp "$src/taskstate.ko" "$src/selftests/taskstate/torture/taskstate_torture.ko" \
-   "$src/selftests/taskstate/torture/taskstate_qsleeper.ko" "$out/"
-cp "$src-fi/taskstate.ko" "$out/fi/"
+if [ -n "$croot" ]; then
+	# shellcheck disable=SC2016,SC2086
+	unshare --mount --propagation private sh -ec '
+		croot=$1 kdir=$2 src=$3
+		shift 3
+		mount -t proc proc "$croot/proc"
+		for m in "$src" "$src/selftests/taskstate/torture"; do
+			chroot "$croot" make -s -C "$kdir" M="$m" "$@" modules
+		done
+		chroot "$croot" make -s -C "$kdir" M="$src/fi" "$@" \
+			TS_FAULT_INJECT=1 modules' sh "$croot" "$kdir" "$csrc" ${TS_KBUILD_ARGS:-}
+	rm -rf "$out/src"
+	cp -r "$src" "$out/src"
+else
+	# shellcheck disable=SC2086
+	for m in "$src" "$src/selftests/taskstate/torture"; do
+		make -s -C "$kdir" M="$m" "${cross[@]}" ${TS_KBUILD_ARGS:-} modules
+	done
+	# shellcheck disable=SC2086
+	make -s -C "$kdir" M="$src/fi" "${cross[@]}" ${TS_KBUILD_ARGS:-} \
+		TS_FAULT_INJECT=1 modules
+fi
+mkdir -p "$out/fi"
+cp "$out/src/taskstate.ko" "$out/src/selftests/taskstate/torture/taskstate_torture.ko" \
+   "$out/src/selftests/taskstate/torture/taskstate_qsleeper.ko" "$out/"
+cp "$out/src/fi/taskstate.ko" "$out/fi/"

@@ -7,7 +7,10 @@
 # one line "N passed, N failed, N skipped".  Exits non-zero on any
 # failure, timeout or missing report.
 #
-#   KERNELS="amd64 rt-amd64 686" scripts/check.sh
+#   KERNELS="amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64" \
+#     scripts/check.sh
+#
+# (flavours: scripts/kernels.sh; a kernel release works too).
 #
 # When amd64 is among the kernels, the benchmarks also run once, for a
 # few iterations each (scripts/bench.sh --quick, 1-5 min), so they cannot
@@ -17,9 +20,11 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
-KERNELS=${KERNELS:-amd64 rt-amd64 686}
+CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
+KERNELS=${KERNELS:-amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64}
 VM_TIMEOUT=${VM_TIMEOUT:-1500}
 CROSS32=(CC=i686-linux-gnu-gcc EXTRA_LDFLAGS=-static)
+CROSSARM64=(CC=aarch64-linux-gnu-gcc EXTRA_LDFLAGS=-static)
 
 # What must never appear in a test boot's kernel log.
 BAD='BUG:|WARNING:|Oops|Kernel panic|Call Trace|'\
@@ -39,12 +44,21 @@ count() {	# TAP file
 }
 
 # The user-space side, once: native for the amd64 guests (which run the
-# host's programs), static i686 for the 686 guest and the -m32 ABI test.
+# host's programs), static i686 for the 686 guest and the -m32 ABI test,
+# static aarch64 for the arm64 guest (only when it is tested).
 build_userspace() {
 	make -s -C "$top/tools" O="$build/bin64" all &&
 	make -s -C "$top/selftests/taskstate" O="$build/bin64" &&
 	make -s -C "$top/tools" O="$build/bin32" "${CROSS32[@]}" all &&
-	make -s -C "$top/selftests/taskstate" O="$build/bin32" "${CROSS32[@]}"
+	make -s -C "$top/selftests/taskstate" O="$build/bin32" "${CROSS32[@]}" ||
+		return 1
+	case " $KERNELS " in
+	*" arm64 "*|*-arm64" "*)
+		make -s -C "$top/tools" O="$build/bin-arm64" "${CROSSARM64[@]}" all &&
+		make -s -C "$top/selftests/taskstate" O="$build/bin-arm64" \
+			"${CROSSARM64[@]}"
+		;;
+	esac
 }
 
 # One boot: run run_vm.sh's SECTIONS (all if empty) under ACCEL.
@@ -54,9 +68,12 @@ boot() {	# kver out name accel sections
 	rm -rf "$res"
 	mkdir -p "$res"
 	case $kver in
-	*-686*)
+	*-686*|*-arm64)
 		# No host programs in this guest: everything goes to the share.
-		cp -r "$build/bin32" "$res/bin"
+		case $kver in
+		*-686*) cp -r "$build/bin32" "$res/bin" ;;
+		*) cp -r "$build/bin-arm64" "$res/bin" ;;
+		esac
 		cp -r "$out"/*.ko "$out/fi" "$top/selftests/taskstate/run_vm.sh" "$res/"
 		cat > "$script" <<-EOF
 		TS_KO=/results/taskstate.ko TS_TORTURE_KO=/results/taskstate_torture.ko \
@@ -90,14 +107,27 @@ boot() {	# kver out name accel sections
 }
 
 run_kernel() {	# flavour
-	local kver out
+	local kver out start warn
 	kver=$("$top/scripts/kernels.sh" "$1") || { fail "$1: no kernel"; return; }
 	out=$build/$kver
-	echo "# === $kver ==="
-	if ! TS_KBUILD_ARGS=W=1 "$top/scripts/build-module.sh" "$kver" "$out"; then
+	echo "# === $kver ($1) ==="
+	start=$(date +%s)
+	if ! TS_KBUILD_ARGS=W=1 "$top/scripts/build-module.sh" "$kver" "$out" \
+	     > "$build/build-$kver.log" 2>&1; then
+		cat "$build/build-$kver.log"
 		fail "$kver: module build"
 		return
 	fi
+	echo "# $kver: module build (W=1) $(( $(date +%s) - start )) s"
+	warn=$(grep -i 'warning' "$build/build-$kver.log")
+	if [ -n "$warn" ]; then
+		echo "$warn" | sed 's/^/# /'
+		fail "$kver: W=1 build without warnings"
+	else
+		echo "ok - $kver: W=1 build without warnings"
+		passed=$((passed + 1))
+	fi
+	start=$(date +%s)
 	# Torn 64-bit words need two vCPUs really in parallel: the torture
 	# section boots with multi-threaded TCG, and only it.  Multi-threaded
 	# TCG livelocks now and then when the kernel patches its text
@@ -110,6 +140,7 @@ run_kernel() {	# flavour
 	boot "$kver" "$out" main tcg,thread=single \
 		"track_all track_none params review stuck busy lockdown"
 	boot "$kver" "$out" cycles tcg,thread=single cycles
+	echo "# $kver: three boots $(( $(date +%s) - start )) s"
 }
 
 # Host-side tests: DKMS on the 6.1 and 6.12 headers, make install.
@@ -124,10 +155,45 @@ run_host_test() {	# dkms-test | install-test
 	[ $rc = 0 ] || grep -q '^not ok ' "$tap" || fail "$1 (status $rc)"
 }
 
+# The same tests for the kernels whose headers live in a debootstrap
+# chroot (amd64-5.10, amd64-7.2), inside that chroot: its compiler, its
+# dkms and kmod, on a copy of the sources.  The chroot's kernel gets a
+# module index first, as an installed kernel has.
+run_chroot_host_test() {	# dkms-test | install-test, flavour
+	local kver croot d tap rc
+	kver=$("$top/scripts/kernels.sh" "$2") || { fail "$1 $2: no kernel"; return; }
+	tap=$build/$1-$kver.tap
+	for croot in "$CACHE"/chroot/*; do
+		[ -d "$croot/usr/src/linux-headers-$kver" ] && break
+	done
+	echo "# === $1 ($2, in ${croot##*/}) ==="
+	d=/tmp/taskstate-hosttest.$$
+	rm -rf "${croot:?}$d"
+	mkdir -p "$croot$d"
+	(cd "$top" && cp -r Kbuild Makefile dkms.conf module include scripts "$croot$d/" &&
+	 find tools -name build -prune -o -type f -exec cp --parents -t "$croot$d/" {} +)
+	# shellcheck disable=SC2016
+	unshare --mount --propagation private sh -c '
+		mount -t proc proc "$1/proc"
+		chroot "$1" depmod "$3"
+		chroot "$1" bash "$2/scripts/$4.sh" "$3"' \
+		sh "$croot" "$d" "$kver" "$1" > "$tap" 2>&1
+	rc=$?
+	rm -rf "${croot:?}$d"
+	cat "$tap"
+	count "$tap"
+	[ $rc = 0 ] || grep -q '^not ok ' "$tap" || fail "$1 $kver (status $rc)"
+}
+
 mkdir -p "$build"
 if [ -n "${HOST_TESTS-dkms-test install-test}" ]; then
 	for t in ${HOST_TESTS-dkms-test install-test}; do
 		run_host_test "$t"
+		for k in $KERNELS; do
+			case $k in
+			amd64-5.10|amd64-7.2) run_chroot_host_test "$t" "$k" ;;
+			esac
+		done
 	done
 fi
 if build_userspace; then

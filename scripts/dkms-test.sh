@@ -124,7 +124,9 @@ for k in "${kvers[@]}"; do
 	[ "${vm%% *}" = "$k" ]
 	ok $? "$k: modinfo vermagic '$vm'"
 
-	[ -n "$ko" ] && [ "$(modinfo -k "$k" -F filename "$name" 2>/dev/null)" = "$ko" ]
+	# (By real path: with a merged /usr, kmod 34 names /usr/lib/modules.)
+	[ -n "$ko" ] && [ "$(readlink -f "$(modinfo -k "$k" -F filename "$name" 2>/dev/null)")" = \
+		"$(readlink -f "$ko")" ]
 	ok $? "$k: depmod indexed it (modinfo -k $k $name)"
 done
 

@@ -1,16 +1,33 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The kernel release a test flavour boots, from the installed packages:
-#   scripts/kernels.sh amd64|rt-amd64|686   ->  e.g. 6.1.0-57-amd64
+# The kernel release a test flavour boots, from the installed packages and
+# the cache scripts/setup.sh fills:
+#   scripts/kernels.sh FLAVOUR  ->  e.g. 6.1.0-57-amd64
+#
+#   amd64, rt-amd64  bookworm's 6.1 (installed)
+#   686              bookworm's 6.1 686 (headers installed, image cached)
+#   amd64-6.12       bookworm-backports' 6.12 (headers installed)
+#   amd64-5.10       bullseye's 5.10 (chroot and image cached)
+#   amd64-7.2        sid's newest, 7.2 (chroot and image cached)
+#   arm64            bookworm's 6.1 arm64 (headers and image cached)
+#
 # A release given as is (6.1.0-57-amd64) is printed back.
 set -euo pipefail
+
+CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
 
 case $1 in
 amd64|rt-amd64) pkg=linux-image-$1 ;;
 686) pkg=linux-headers-686:i386 ;;
-*-*-*) echo "$1"; exit 0 ;;
-*) echo "kernels: unknown flavour $1 (amd64, rt-amd64, 686)" >&2; exit 2 ;;
+amd64-5.10|amd64-6.12|amd64-7.2|arm64)
+	kver=$(cat "$CACHE/kernels/$1" 2>/dev/null) ||
+		{ echo "kernels: no $1 kernel in $CACHE/kernels (run make deps)" >&2; exit 2; }
+	echo "$kver"
+	exit 0
+	;;
+[0-9]*.*-*) echo "$1"; exit 0 ;;
+*) echo "kernels: unknown flavour $1 (amd64, rt-amd64, 686, amd64-5.10, amd64-6.12, amd64-7.2, arm64)" >&2; exit 2 ;;
 esac
 dpkg-query -W -f='${Depends}' "$pkg" 2>/dev/null |
 	grep -o '[0-9]\+\.[0-9]\+\.[0-9]\+-[0-9]\+-'"${1}" | head -n1 | grep . ||

@@ -41,6 +41,7 @@ AMD64_PKGS=(
 	gcc-i686-linux-gnu libc6-dev-i386-cross
 	bpftrace linux-perf stress-ng rt-tests
 	gnuplot-nox python3 dkms xz-utils cpio
+	debootstrap qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 )
 
 missing=()
@@ -183,6 +184,190 @@ unpack_i386() {	# package, destination
 }
 unpack_i386 "$img686" "$CACHE/i386/$img686"
 unpack_i386 busybox-static "$CACHE/i386/busybox-static"
+
+# --- The kernel matrix beyond bookworm's own (scripts/kernels.sh) --------
+# Each flavour's kernel release goes into $CACHE/kernels/FLAVOUR.
+#  amd64-6.12  bookworm-backports' 6.12: its headers (above) are built with
+#              bookworm's gcc-12, so the host builds it; its image comes
+#              with the headers (or is unpacked into $CACHE/images/KVER).
+#  amd64-5.10  bullseye's 5.10, built in a bullseye chroot (gcc-10);
+#  amd64-7.2   sid's newest, built in a sid chroot (gcc-16).  Both images
+#              are unpacked into $CACHE/images/KVER.
+#  arm64       bookworm's 6.1 arm64 image, headers and busybox, unpacked
+#              into $CACHE/arm64/, cross-built on the host.
+# Packages of other suites and architectures come through a private apt
+# configuration ($CACHE/apt: its own source list, index lists and empty
+# dpkg status), so the host's apt never sees them.  The mirror is the one
+# the host uses for its own release, read from its apt sources.
+mkdir -p "$CACHE/kernels" "$CACHE/images" "$CACHE/arm64" "$CACHE/chroot"
+REL=${BPO%-backports}
+MIRROR=$(bpo_source_line | head -n1 | sed 's/^deb \(\[[^]]*\] \)\{0,1\}\([^ ]*\) .*/\2/')
+[ -n "$MIRROR" ] || { log "no apt source for $REL to take the mirror from"; exit 1; }
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+
+PAPT=$CACHE/apt
+papt() {	# apt-get | apt-cache, then arguments
+	local cmd=$1
+	shift
+	"$cmd" -q -o Dir::Etc::SourceList="$PAPT/sources.list" \
+		-o Dir::Etc::SourceParts="$PAPT/parts" \
+		-o Dir::State::Lists="$PAPT/lists" \
+		-o Dir::State::status="$PAPT/status" \
+		-o Dir::Cache="$PAPT/cache" -o APT::Sandbox::User=root \
+		-o APT::Architectures::=amd64 -o APT::Architectures::=arm64 \
+		"$@"
+}
+mkdir -p "$PAPT/parts" "$PAPT/lists/partial" "$PAPT/cache/archives/partial"
+touch "$PAPT/status"
+papt_sources=$(printf 'deb [arch=%s signed-by=%s] %s %s main\n' \
+	amd64 "$KEYRING" "$MIRROR" bullseye \
+	amd64 "$KEYRING" "$MIRROR" sid \
+	arm64 "$KEYRING" "$MIRROR" "$REL")
+# Once per setup.sh run that gets here: only when something changed.
+if [ "$(cat "$PAPT/sources.list" 2>/dev/null)" != "$papt_sources" ] ||
+   [ -z "$(find "$PAPT/lists" -maxdepth 1 -name '*Packages*' -mmin -720)" ]; then
+	echo "$papt_sources" > "$PAPT/sources.list"
+	log "updating the private apt lists in $PAPT"
+	# As apt_update: a suite mid-sync on the mirror fails one index.
+	papt apt-get update -qq >/dev/null 2>&1 || papt apt-get update -qq || true
+fi
+
+# The release the meta package META (e.g. linux-image-amd64) depends on.
+meta_release() {	# meta package, suffix (amd64, arm64)
+	papt apt-cache show "$1" 2>/dev/null |
+		sed -n 's/^Depends: .*linux-\(image\|headers\)-\([0-9][^ ,]*-'"$2"'\).*/\2/p' |
+		sort -V | tail -n1 | grep .
+}
+
+# Download PKGs (name[:arch]) with the private apt and unpack them into DST,
+# once: DST/.unpacked marks a complete unpack.
+unpack_pkgs() {	# destination, package...
+	local dst=$1 dl
+	shift
+	[ -f "$dst/.unpacked" ] && return 0
+	log "unpacking $* into $dst"
+	dl=$(mktemp -d "$CACHE/dl.XXXXXX")
+	(cd "$dl" && papt apt-get download -qq "$@" >/dev/null) ||
+		{ rm -rf "$dl"; log "cannot download $*"; exit 1; }
+	rm -rf "$dst"
+	mkdir -p "$dst"
+	for deb in "$dl"/*.deb; do
+		dpkg-deb -x "$deb" "$dst"
+	done
+	rm -rf "$dl"
+	touch "$dst/.unpacked"
+}
+
+# A kernel image package and the linux-* packages of the same release it
+# depends on (sid splits the kernel into linux-binary-KVER and
+# linux-modules-KVER under linux-image-KVER).
+image_pkgs() {	# kver, suffix (:arm64 or empty)
+	local kver=$1 arch=$2
+	echo "linux-image-$kver$arch"
+	papt apt-cache show "linux-image-$kver$arch" 2>/dev/null |
+		sed -n 's/^Depends: //p' | head -n1 | tr ',' '\n' |
+		sed -n 's/^ *\(linux-[a-z]*-'"$kver"'\)\( .*\)\{0,1\}$/\1'"$arch"'/p' |
+		grep -v "^linux-headers"
+}
+
+# A kernel booted from the cache needs modules.dep only for modprobe; the
+# VM runner insmods by path.  sid's packages put the modules under
+# /usr/lib/modules; vm-run.sh looks in both places.
+unpack_image() {	# flavour, kver
+	local kver=$2
+	# shellcheck disable=SC2046
+	unpack_pkgs "$CACHE/images/$kver" $(image_pkgs "$kver" "")
+	echo "$kver" > "$CACHE/kernels/$1"
+}
+
+# amd64-6.12: the backports image that matches the installed headers.
+k612=$(dpkg-query -W -f='${Package} ${Status}\n' 'linux-headers-6.12*' 2>/dev/null |
+       sed -n 's/^linux-headers-\(6\.12\.[^ ]*[0-9]-amd64\) .* ok installed$/\1/p' |
+       sort -V | tail -n1)
+[ -n "$k612" ] || { log "no 6.12 headers installed"; exit 1; }
+if [ ! -e "/boot/vmlinuz-$k612" ] && [ ! -f "$CACHE/images/$k612/.unpacked" ]; then
+	log "unpacking linux-image-$k612 into $CACHE/images/$k612"
+	dl=$(mktemp -d "$CACHE/dl.XXXXXX")
+	(cd "$dl" && apt-get download -qq "linux-image-$k612" >/dev/null)
+	rm -rf "$CACHE/images/$k612"
+	dpkg-deb -x "$dl"/*.deb "$CACHE/images/$k612"
+	rm -rf "$dl"
+	touch "$CACHE/images/$k612/.unpacked"
+fi
+echo "$k612" > "$CACHE/kernels/amd64-6.12"
+
+# A debootstrap chroot of SUITE with COMPILER, make and the headers of
+# KVER, and what the DKMS and install tests need there (dkms, gcc,
+# libc6-dev, kmod), made once (into a temporary directory, renamed when
+# complete) and brought to KVER's headers when the suite moves on.
+make_chroot() {	# suite, compiler package, kver
+	local suite=$1 cc=$2 kver=$3 dir=$CACHE/chroot/$1 start p missing=()
+	local pkgs=("$cc" make "linux-headers-$kver" dkms gcc libc6-dev kmod)
+	if [ -f "$dir/.complete" ]; then
+		for p in "${pkgs[@]}"; do
+			# shellcheck disable=SC2016
+			chroot "$dir" dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+				grep -q 'ok installed' || missing+=("$p")
+		done
+	fi
+	if [ ! -f "$dir/.complete" ]; then
+		log "creating the $suite chroot in $dir (debootstrap)"
+		start=$(date +%s)
+		rm -rf "$dir" "$dir.new"
+		debootstrap --variant=minbase --keyring="$KEYRING" \
+			--include="$(IFS=,; echo "${pkgs[*]}")" \
+			"$suite" "$dir.new" "$MIRROR" > "$CACHE/chroot/$suite.log" 2>&1 ||
+			{ log "debootstrap $suite failed: $CACHE/chroot/$suite.log"; exit 1; }
+		chroot "$dir.new" apt-get clean
+		echo "$(( $(date +%s) - start ))" > "$dir.new/.seconds"
+		touch "$dir.new/.complete"
+		mv "$dir.new" "$dir"
+		log "$suite chroot made in $(cat "$dir/.seconds") s"
+	elif [ ${#missing[@]} -gt 0 ]; then
+		log "installing ${missing[*]} in the $suite chroot"
+		chroot "$dir" apt-get update -qq >/dev/null
+		chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install \
+			-y -qq --no-install-recommends "${missing[@]}" >/dev/null
+		chroot "$dir" apt-get clean
+	fi
+}
+
+# The compiler the headers of KVER were made with (gcc-10 for bullseye's
+# 5.10, gcc-16 for sid's 7.2), from their dependencies.
+headers_gcc() {	# kver
+	papt apt-cache show "linux-headers-$1" "linux-kbuild-${1%-amd64}" 2>/dev/null |
+		sed -n 's/^Depends: //p' | grep -o 'gcc-[0-9][0-9]*' | head -n1 | grep . ||
+		echo gcc
+}
+
+k510=$(meta_release linux-headers-amd64/bullseye amd64) ||
+	{ log "no linux-headers-amd64 in bullseye"; exit 1; }
+make_chroot bullseye "$(headers_gcc "$k510")" "$k510"
+unpack_image amd64-5.10 "$k510"
+
+ksid=$(meta_release linux-headers-amd64/sid amd64) ||
+	{ log "no linux-headers-amd64 in sid"; exit 1; }
+make_chroot sid "$(headers_gcc "$ksid")" "$ksid"
+unpack_image amd64-7.2 "$ksid"
+
+# arm64: image, headers (made self-contained: their Makefile includes the
+# common headers by absolute path, rewritten to the cache; their scripts
+# are the host's linux-kbuild of the same major version) and busybox.
+karm=$(meta_release linux-image-arm64:arm64/"$REL" arm64) ||
+	{ log "no linux-image-arm64 in $REL"; exit 1; }
+unpack_pkgs "$CACHE/arm64/image-$karm" "linux-image-$karm:arm64"
+hdr=$CACHE/arm64/headers-$karm
+unpack_pkgs "$hdr" "linux-headers-$karm:arm64" "linux-headers-${karm%-arm64}-common"
+kb=$(readlink "$hdr/usr/src/linux-headers-$karm/scripts")	# ../../lib/linux-kbuild-X/scripts
+kb=${kb#../../lib/}
+kb=${kb%%/*}
+[ -d "/usr/lib/$kb" ] || { log "arm64 headers want /usr/lib/$kb: not installed"; exit 1; }
+mkdir -p "$hdr/usr/lib"
+ln -sfn "/usr/lib/$kb" "$hdr/usr/lib/$kb"
+sed -i "s|^include /usr/src/|include $hdr/usr/src/|" \
+	"$hdr/usr/src/linux-headers-$karm/Makefile"
+unpack_pkgs "$CACHE/arm64/busybox-static" busybox-static:arm64
+echo "$karm" > "$CACHE/kernels/arm64"
 
 echo "$SELF_SUM" > "$STAMP"
 log "all present"

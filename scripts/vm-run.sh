@@ -6,15 +6,18 @@
 #
 #   scripts/vm-run.sh [options] KVER OUTDIR SCRIPT
 #
-#   KVER    a Debian kernel release: 6.1.0-57-amd64, 6.1.0-57-rt-amd64,
-#           6.1.0-50-686 (the -686 ones boot with qemu-system-i386)
+#   KVER    a Debian kernel release (scripts/kernels.sh FLAVOUR prints
+#           one): 6.1.0-57-amd64, 6.1.0-57-rt-amd64, 6.12.95+deb12-amd64,
+#           5.10.0-32-amd64, 7.2.13+deb14-amd64 (qemu-system-x86_64),
+#           6.1.0-50-686 (qemu-system-i386), 6.1.0-50-arm64
+#           (qemu-system-aarch64, -M virt)
 #   OUTDIR  a host directory, shared writable with the guest at /results
 #   SCRIPT  a shell script run inside the guest.  amd64: in a chroot of the
 #           host root (read-only 9p), so every host program is there, with
-#           OUTDIR at /tmp/results.  686: in the initramfs (busybox), which
-#           cannot run the host's programs, with OUTDIR at /results: put
-#           static i386 programs into OUTDIR.  $TS_OUT names the writable
-#           directory in both.
+#           OUTDIR at /tmp/results.  686 and arm64: in the initramfs
+#           (busybox), which cannot run the host's programs, with OUTDIR at
+#           /results: put static i386 / aarch64 programs into OUTDIR.
+#           $TS_OUT names the writable directory in all.
 #
 # Options: --timeout SEC (default 600)  --append "ARGS" (kernel command line)
 #          --mem MB (default 1024)      --quiet (console log only in the file)
@@ -44,9 +47,10 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-[ $# -eq 3 ] || { sed -n '4,20p' "$0" >&2; exit 2; }
+[ $# -eq 3 ] || { sed -n '4,24p' "$0" >&2; exit 2; }
 kver=$1 out=$2 script=$3
 
+qemu_machine=() console=ttyS0
 case $kver in
 *-686*)
 	root=$CACHE/i386/linux-image-$kver
@@ -54,15 +58,28 @@ case $kver in
 	busybox=$CACHE/i386/busybox-static/bin/busybox
 	chroot_host=0
 	;;
+*-arm64)
+	root=$CACHE/arm64/image-$kver
+	qemu=qemu-system-aarch64
+	qemu_machine=(-M virt -cpu cortex-a57)
+	console=ttyAMA0
+	busybox=$CACHE/arm64/busybox-static/bin/busybox
+	chroot_host=0
+	;;
 *)
+	# Installed on the host, or unpacked into the cache (scripts/setup.sh).
 	root=/
+	[ -e "/boot/vmlinuz-$kver" ] || root=$CACHE/images/$kver
 	qemu=qemu-system-x86_64
 	busybox=/bin/busybox
 	chroot_host=1
 	;;
 esac
+# sid's kernel packages keep the kernel and modules in /usr/lib/modules.
 vmlinuz=$root/boot/vmlinuz-$kver
 moddir=$root/lib/modules/$kver/kernel
+[ -e "$vmlinuz" ] || vmlinuz=$root/usr/lib/modules/$kver/vmlinuz
+[ -e "$moddir" ] || moddir=$root/usr/lib/modules/$kver/kernel
 for f in "$vmlinuz" "$moddir" "$busybox" "$script"; do
 	[ -e "$f" ] || { echo "vm-run: missing $f (run make deps)" >&2; exit 2; }
 done
@@ -145,9 +162,9 @@ fi
 
 # Every way a test boot can go wrong ends it: a panic, an oops, a WARN, a
 # soft lockup, a task hung for 120 s.
-cmdline="console=ttyS0 quiet panic=-1 oops=panic panic_on_warn=1"
+cmdline="console=$console quiet panic=-1 oops=panic panic_on_warn=1"
 cmdline+=" softlockup_panic=1 hung_task_panic=1 $append"
-timeout -k 10 "$timeout" "$qemu" -accel "$accel" -nographic -no-reboot \
+timeout -k 10 "$timeout" "$qemu" "${qemu_machine[@]}" -accel "$accel" -nographic -no-reboot \
 	-m "$mem" -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd" \
 	-append "$cmdline" "${fsdevs[@]}" ${QEMU_EXTRA:-} </dev/null >"$out/console.log" 2>&1 &
 qpid=$!

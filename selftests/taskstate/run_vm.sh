@@ -25,7 +25,7 @@ skip() { n=$((n + 1)); echo "ok $n $1 # SKIP $2"; }
 check() { name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
 loaded() { grep -q "^$1 " /proc/modules; }
 bits=32
-case $(uname -m) in x86_64) bits=64 ;; esac
+case $(uname -m) in x86_64|aarch64) bits=64 ;; esac
 TS_FI_KO=${TS_FI_KO:-$(dirname "$TS_KO")/fi/taskstate.ko}
 TS_QSLEEPER_KO=$(dirname "$TS_TORTURE_KO")/taskstate_qsleeper.ko
 

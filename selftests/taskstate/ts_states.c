@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "kselftest_harness.h"
@@ -198,6 +199,110 @@ TEST_F(ts, sleeping_pipe)
 	pthread_join(t.thread, NULL);
 	close(t.pipe[0]);
 	close(t.pipe[1]);
+}
+
+/*
+ * Delayed dequeue (EEVDF, 6.12 and later): a fair task that goes to sleep
+ * while it is ahead of its run queue (negative lag: it ran more than its
+ * share) is not dequeued at once.  It stays on the run queue, on_rq set,
+ * with se.sched_delayed, until it is picked again or woken.  It is asleep
+ * all the same: its word must read SLEEPING, never RUNNABLE.
+ *
+ * Provoked by a sleeper at nice 19 that shares CPU 0 with a spinner at
+ * nice 0: each round it spins 0.25 to 1 ms of its own CPU time, which at
+ * its weight puts it far ahead of the queue's average, then waits on a
+ * futex.  The main thread, on CPU 1, reads the word once the sleeper has
+ * switched out, then wakes it.  With ts_task_queued() reduced to on_rq,
+ * 39 of 40 rounds read RUNNABLE on 6.12 (tried by hand); on a kernel
+ * without delayed dequeue the rounds test the plain sleep.
+ */
+struct dd_sleeper {
+	struct tid_thread t;
+	uint32_t round;		/* main -> sleeper: start round N */
+	uint32_t waiting;	/* sleeper -> main: about to wait, round N */
+	uint32_t release;	/* main -> sleeper (futex): round N may end */
+};
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void *dd_sleep_loop(struct tid_thread *t)
+{
+	struct dd_sleeper *d = (struct dd_sleeper *)t;
+	uint32_t r, v, done = 0;
+	uint64_t end;
+
+	ts_pin(0);
+	/* Light against the spinner: ahead of the queue after a short run. */
+	setpriority(PRIO_PROCESS, 0, 19);
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		r = __atomic_load_n(&d->round, __ATOMIC_ACQUIRE);
+		if (r == done) {
+			sched_yield();
+			continue;
+		}
+		end = thread_cpu_ns() + 250000ULL * (1 + r % 4);
+		while (thread_cpu_ns() < end)
+			;
+		__atomic_store_n(&d->waiting, r, __ATOMIC_RELEASE);
+		while ((v = __atomic_load_n(&d->release, __ATOMIC_ACQUIRE)) != r)
+			syscall(SYS_futex, &d->release, FUTEX_WAIT, v, NULL,
+				NULL, 0);
+		done = r;
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(ts, sleeping_while_delayed_dequeue, 120)
+{
+	int seen[TASKSTATE_NR_STATES] = { 0 };
+	struct tid_thread hog = { .cpu = 0 };
+	struct dd_sleeper d = { .round = 0 };
+	const uint32_t rounds = 20;
+	uint32_t r, late = 0, never = 0;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs two CPUs: the sampler must not share one");
+	ASSERT_EQ(0, ts_pin(1));
+	stop = 0;
+	ASSERT_LT(0, start_thread(&hog, spin));
+	ASSERT_LT(0, start_thread(&d.t, dd_sleep_loop));
+	for (r = 1; r <= rounds; r++) {
+		__atomic_store_n(&d.round, r, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&d.waiting, __ATOMIC_ACQUIRE) != r)
+			ts_sleep_ms(1);
+		/* Past the futex wait's switch-out, as a rule. */
+		ts_sleep_ms(20);
+		seen[ts_state_of(self->fd, d.t.tid)]++;
+		/*
+		 * A preemptible kernel (7.2's) may preempt the sleeper between
+		 * setting its sleep state and schedule(): it is RUNNABLE then,
+		 * truly, and at nice 19 may wait long for the CPU before it
+		 * switches out asleep.  Wrongly counted as queued, a delayed
+		 * task stays RUNNABLE until woken: give it 1.5 s.
+		 */
+		if (taskstate_state(ts_word_of(self->fd, d.t.tid)) !=
+		    TASKSTATE_SLEEPING) {
+			late++;
+			if (!ts_wait_state(self->fd, d.t.tid,
+					   TASKSTATE_SLEEPING, 1500))
+				never++;
+		}
+		__atomic_store_n(&d.release, r, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &d.release, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
+	stop = 1;
+	pthread_join(d.t.thread, NULL);
+	pthread_join(hog.thread, NULL);
+	TH_LOG("%u rounds, after 20 ms: %d SLEEPING, %d RUNNABLE, %d RUNNING; %u not yet SLEEPING, %u never within 1.5 s",
+	       rounds, seen[TASKSTATE_SLEEPING], seen[TASKSTATE_RUNNABLE],
+	       seen[TASKSTATE_RUNNING], late, never);
+	EXPECT_EQ(0, never);
 }
 
 /*
