@@ -16,8 +16,10 @@ STAMP=$CACHE/setup.done
 # passes it, a plain `make deps` prepares everything.
 WANT=" ${KERNELS:-amd64-5.10 amd64-7.2} "
 want() { case $WANT in *" $1 "*) return 0 ;; esac; return 1; }
-SELF_SUM=$({ cat "$0"; want amd64-5.10 && echo 5.10; want amd64-7.2 && echo 7.2; } |
-	   sha256sum | cut -d' ' -f1)
+chroots=""
+if want amd64-5.10; then chroots+=" bullseye"; fi
+if want amd64-7.2; then chroots+=" sid"; fi
+SELF_SUM=$({ cat "$0"; echo "$chroots"; } | sha256sum | cut -d' ' -f1)
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$SELF_SUM" ]; then
 	exit 0
