@@ -31,7 +31,7 @@ static bool ts_dev_track_all;
  * one and wants the unknown tail of a long one zero).  Returns the user's
  * size, to write back no more than that.
  */
-static long ts_get_args(void *karg, size_t ksize, size_t ver0,
+long ts_get_args(void *karg, size_t ksize, size_t ver0,
 			void __user *uarg)
 {
 	u32 usize;
@@ -49,8 +49,8 @@ static long ts_get_args(void *karg, size_t ksize, size_t ver0,
 	return usize;
 }
 
-static int ts_put_args(void __user *uarg, const void *karg, size_t ksize,
-		       size_t usize)
+int ts_put_args(void __user *uarg, const void *karg, size_t ksize,
+		size_t usize)
 {
 	return copy_to_user(uarg, karg, min(ksize, usize)) ? -EFAULT : 0;
 }
@@ -78,6 +78,7 @@ static long ts_ioctl_info(void __user *uarg)
 		.nr_tracked = READ_ONCE(ts_nr_tracked),
 		.nr_untracked = atomic_long_read(&ts_nr_untracked),
 	};
+	ts_map_info(&info);
 	return ts_put_args(uarg, &info, sizeof(info), usize);
 }
 
@@ -308,6 +309,8 @@ static long ts_dev_ioctl(struct file *file, unsigned int cmd,
 		return ts_ioctl_sample(uarg);
 	case TASKSTATE_IOC_LIST:
 		return ts_ioctl_list(uarg);
+	case TASKSTATE_IOC_LOCATE:
+		return ts_ioctl_locate(uarg);
 	default:
 		return -ENOIOCTLCMD;
 	}
@@ -325,6 +328,7 @@ static const struct file_operations ts_dev_fops = {
 	.open = ts_dev_open,
 	.unlocked_ioctl = ts_dev_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = ts_dev_mmap,
 };
 
 static struct miscdevice ts_miscdev = {
@@ -336,7 +340,7 @@ static struct miscdevice ts_miscdev = {
 
 int ts_dev_init(bool track_all)
 {
-	BUILD_BUG_ON(sizeof(struct taskstate_info) != TASKSTATE_INFO_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct taskstate_info) != TASKSTATE_INFO_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct taskstate_track) != TASKSTATE_TRACK_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct taskstate_sample) !=
 		     TASKSTATE_SAMPLE_SIZE_VER0);

@@ -4,9 +4,23 @@
 
 #include <linux/types.h>
 
+struct file;
+struct taskstate_info;
+struct vm_area_struct;
+
 void ts_debugfs_init(void);
 void ts_debugfs_exit(void);
 int ts_dev_init(bool track_all);
 void ts_dev_exit(void);
+
+/* dev.c: the extensible-struct rules, for every ioctl. */
+long ts_get_args(void *karg, size_t ksize, size_t ver0, void __user *uarg);
+int ts_put_args(void __user *uarg, const void *karg, size_t ksize,
+		size_t usize);
+
+/* mmap.c */
+void ts_map_info(struct taskstate_info *info);
+int ts_dev_mmap(struct file *file, struct vm_area_struct *vma);
+long ts_ioctl_locate(void __user *uarg);
 
 #endif /* TASKSTATE_READERS_H */
