@@ -29,12 +29,65 @@ static inline void ts_sleep_ms(unsigned int ms)
 		;
 }
 
-/* The word of @tid, or 0 (NONE) if the module does not know it. */
-static inline uint64_t ts_word_of(int fd, pid_t tid)
+/*
+ * The mapping, when a test program mapped it (ts_xcheck_map()): then every
+ * word ts_word_of() reads with SAMPLE is also read through the mapping and
+ * must be the same.
+ */
+static struct ts_map ts_xmap;
+
+static inline uint64_t ts_sample_word(int fd, pid_t tid)
 {
 	struct taskstate_entry e = { .tid = (uint32_t)tid };
 
 	return ts_sample(fd, &e, 1) == 1 ? e.word : 0;
+}
+
+/*
+ * SAMPLE, the mapping, SAMPLE again, until both SAMPLEs agree: then the
+ * word did not change in between (a change always moves its time), so the
+ * mapped read, between them, must have seen that same word (0 when the
+ * thread is not located or its entry changed hands).  Returns the word,
+ * or 0 after logging a disagreement.
+ */
+static inline uint64_t ts_xcheck_word(int fd, pid_t tid)
+{
+	struct taskstate_location l = { .tid = (uint32_t)tid };
+	uint64_t w1 = 0, w2 = 0, m = 0;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		l.index = TASKSTATE_LOCATE_NONE;
+		if (ts_locate(fd, &l, 1) < 0)
+			l.index = TASKSTATE_LOCATE_NONE;
+		w1 = ts_sample_word(fd, tid);
+		if (!ts_map_read(&ts_xmap, &l, &m))
+			m = 0;
+		w2 = ts_sample_word(fd, tid);
+		if (w1 != w2)
+			continue;
+		if (m == w1)
+			return w1;
+		break;
+	}
+	fprintf(stderr, "# tid %d: mapped word %#llx, SAMPLE's %#llx and %#llx\n",
+		(int)tid, (unsigned long long)m, (unsigned long long)w1,
+		(unsigned long long)w2);
+	return 0;
+}
+
+/* Map for ts_word_of()'s cross-check; returns 0 or -errno. */
+static inline int ts_xcheck_map(int fd)
+{
+	return ts_map_open(fd, &ts_xmap);
+}
+
+/* The word of @tid, or 0 (NONE) if the module does not know it. */
+static inline uint64_t ts_word_of(int fd, pid_t tid)
+{
+	if (ts_xmap.entries)
+		return ts_xcheck_word(fd, tid);
+	return ts_sample_word(fd, tid);
 }
 
 static inline unsigned int ts_state_of(int fd, pid_t tid)
