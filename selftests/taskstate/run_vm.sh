@@ -45,6 +45,8 @@ section_track_all() {
 	run "$TS_BIN/ts_states"
 	run "$TS_BIN/ts_abi"
 	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_abi"
+	run "$TS_BIN/ts_mmap"
+	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_mmap"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
 	run "$TS_BIN/ts_bpftrace"
 	check "unload" rmmod taskstate
@@ -57,6 +59,7 @@ section_track_none() {
 		test "$(wc -l < /sys/kernel/debug/taskstate)" -eq 1
 	run "$TS_BIN/ts_states"
 	run "$TS_BIN/ts_abi"
+	run "$TS_BIN/ts_mmap"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
 	check "unload (track_all=0)" rmmod taskstate
 }
@@ -100,6 +103,21 @@ section_busy() {
 	check "module still loaded and working" "$TS_BIN/taskstate" info
 	exec 3<&-
 	check "rmmod after close" rmmod taskstate
+
+	# A mapping whose fd is closed holds the module just the same.
+	insmod "$TS_KO"
+	"$TS_BIN/ts_maphold" > "$TS_OUT/maphold.out" &
+	hold=$!
+	for i in $(seq 1 100); do
+		grep -q mapped "$TS_OUT/maphold.out" 2>/dev/null && break
+		sleep 1
+	done
+	check "ts_maphold mapped and closed its fd" grep -q mapped "$TS_OUT/maphold.out"
+	check "rmmod refused while mapped (fd closed)" \
+		sh -c '! rmmod taskstate 2>/dev/null'
+	kill "$hold"
+	check "mapping readable until munmap" wait "$hold"
+	check "rmmod after munmap" rmmod taskstate
 
 	insmod "$TS_KO"
 	for i in 1 2; do
