@@ -31,8 +31,7 @@ static bool ts_dev_track_all;
  * one and wants the unknown tail of a long one zero).  Returns the user's
  * size, to write back no more than that.
  */
-long ts_get_args(void *karg, size_t ksize, size_t ver0,
-			void __user *uarg)
+long ts_get_args(void *karg, size_t ksize, size_t ver0, void __user *uarg)
 {
 	u32 usize;
 	int ret;
