@@ -105,7 +105,7 @@ static bool kernel_is_64bit(void)
 	return !uname(&u) && strstr(u.machine, "64");
 }
 
-/* The five commands, with what a valid argument of each looks like. */
+/* The commands, in number order, with what a valid argument looks like. */
 struct ts_cmd {
 	const char *name;
 	unsigned long cmd;
@@ -124,6 +124,8 @@ static const struct ts_cmd ts_cmds[] = {
 	  TASKSTATE_SAMPLE_SIZE_VER0 },
 	{ "LIST", TASKSTATE_IOC_LIST, sizeof(struct taskstate_list),
 	  TASKSTATE_LIST_SIZE_VER0 },
+	{ "LOCATE", TASKSTATE_IOC_LOCATE, sizeof(struct taskstate_locate),
+	  TASKSTATE_LOCATE_SIZE_VER0 },
 };
 
 /*
@@ -166,6 +168,13 @@ static void fill_valid(const struct ts_cmd *c, void *buf, uint32_t size,
 		a->total = POISON32;
 		break;
 	}
+	case TASKSTATE_IOC_LOCATE: {
+		struct taskstate_locate *a = buf;
+
+		memset(a, 0, sizeof(*a));
+		a->found = POISON32;
+		break;
+	}
 	}
 	*(uint32_t *)buf = size;
 }
@@ -185,6 +194,8 @@ static bool written(const struct ts_cmd *c, const void *buf, uint32_t size)
 		return ((const struct taskstate_track *)buf)->nr_threads <= 1;
 	case TASKSTATE_IOC_SAMPLE:
 		return ((const struct taskstate_sample *)buf)->found == 0;
+	case TASKSTATE_IOC_LOCATE:
+		return ((const struct taskstate_locate *)buf)->found == 0;
 	case TASKSTATE_IOC_LIST: {
 		const struct taskstate_list *a = buf;
 
@@ -207,6 +218,8 @@ static bool untouched(const struct ts_cmd *c, const void *buf)
 		       POISON64;
 	case TASKSTATE_IOC_SAMPLE:
 		return ((const struct taskstate_sample *)buf)->found == POISON32;
+	case TASKSTATE_IOC_LOCATE:
+		return ((const struct taskstate_locate *)buf)->found == POISON32;
 	case TASKSTATE_IOC_LIST:
 		return ((const struct taskstate_list *)buf)->total == POISON32;
 	}
@@ -819,8 +832,8 @@ TEST_F(abi, unknown_numbers_of_our_type_are_enotty)
 	unsigned int nr;
 
 	for (nr = 0; nr < 256; nr++) {
-		if (nr <= 4) {
-			/* the five real ones answer (TRACK of id 0: ESRCH) */
+		if (nr < ARRAY_SIZE(ts_cmds)) {
+			/* the real ones answer (TRACK of id 0: ESRCH) */
 			EXPECT_NE(-ENOTTY, ioc_with_info(self->fd,
 				  _IO(TASKSTATE_IOC_TYPE, nr))) TH_LOG("nr %u", nr);
 			continue;
