@@ -84,6 +84,22 @@ torture() {
 	[ "$2" = some ] && [ "$torn" -gt 0 ] && return 0
 	return 1
 }
+# The mapping: the kernel writes with the helper, user space reads the
+# mapped page with the uapi header's protocol (atomic) or with two 32-bit
+# loads (split, the negative control: it tears on 64-bit too).
+torture_map() {
+	"$TS_BIN/ts_torture_map" "$1" > "$TS_OUT/torture_map.out" 2>&1 &
+	reader=$!
+	insmod "$TS_TORTURE_KO" mode=2 ms=1000 || { kill "$reader"; return 1; }
+	wait "$reader" || return 1
+	rmmod taskstate_torture || return 1
+	set -- "$1" "$2" $(cat "$TS_OUT/torture_map.out")
+	echo "# mapped, $1 reads: $4 reads, $6 torn"
+	[ "$3" = reads ] && [ "$4" -gt 100000 ] || return 1
+	[ "$2" = 0 ] && [ "$6" -eq 0 ] && return 0
+	[ "$2" = some ] && [ "$6" -gt 0 ] && return 0
+	return 1
+}
 section_torture() {
 	check "no torn word through the store helper ($bits-bit)" torture 0 0
 	if [ "$bits" = 32 ]; then
@@ -92,6 +108,10 @@ section_torture() {
 	else
 		check "plain 64-bit stores do not tear on 64-bit" torture 1 0
 	fi
+	check "no torn word read through the mapping ($bits-bit)" \
+		torture_map atomic 0
+	check "two 32-bit loads of the mapped word do tear (negative control)" \
+		torture_map split some
 }
 
 # --- unload while readers are busy -----------------------------------------
