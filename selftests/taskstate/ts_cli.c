@@ -1052,6 +1052,42 @@ TEST_F(cli, watch_pipe)
 	run_free(&r);
 }
 
+/*
+ * Both ways watch reads the words, the mapping (its default here, as
+ * root in the initial pid namespace) and --no-map (LIST), show the same
+ * row for the sleeper.
+ */
+TEST_F(cli, watch_mapped_and_no_map_agree)
+{
+	static const char *const extra[] = { NULL, "--no-map" };
+	pid_t pid = self->sleeper;
+	char *p, *line;
+	struct row row;
+	struct run r;
+	uint64_t w;
+	int i, nr;
+
+	NEED_SETUP();
+	w = settled_word(_metadata, self, pid, TASKSTATE_SLEEPING);
+	for (i = 0; i < 2; i++) {
+		run_cli(_metadata, self->cli, &r, "watch", "--count", "1", "-p",
+			NUM(pid), extra[i], NULL);
+		ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+		EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+		p = r.out.p;
+		for (nr = 0; (line = next_line(&p)); nr++) {
+			if (nr != 3)
+				continue;
+			ASSERT_TRUE(parse_row(line + 2, &row))
+				TH_LOG("line '%s'", line);
+			expect_row(_metadata, &row, pid, w, SLEEPER_COMM, &r);
+		}
+		EXPECT_EQ(4, nr) RUN_LOG(&r);
+		run_free(&r);
+	}
+	ASSERT_EQ(w, ts_word_of(self->fd, pid)) TH_LOG("the word moved");
+}
+
 /* --- watch on a pseudo-terminal --------------------------------------------- */
 
 struct pty {
