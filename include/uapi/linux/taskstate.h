@@ -204,10 +204,10 @@ struct taskstate_locate {
  * system call: an array of map_entries entries of map_entry_size bytes
  * (INFO), entry i at byte i * map_entry_size.  A reader checks INFO's
  * map_layout == TASKSTATE_MAP_LAYOUT and map_entry_size ==
- * sizeof(struct taskstate_map_entry) (a later module may report a larger
- * entry with the same leading fields and a higher layout only if it breaks
- * them; then refuse).  Nothing else is in the pages: the rest of the last
- * page is zero.
+ * sizeof(struct taskstate_map_entry), and refuses anything else: a module
+ * that moves a field or changes its meaning reports another layout.
+ * Optional fields are announced in map_flags, without a new layout.
+ * Nothing else is in the pages: the rest of the last page is zero.
  *
  * Rules (errno of mmap() in brackets):
  *  - The device's own privilege: the fd is /dev/taskstate opened with
