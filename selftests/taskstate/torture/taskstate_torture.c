@@ -92,6 +92,8 @@ static int torture_map_setup(void)
 	mapped = vmalloc_user(PAGE_SIZE);
 	if (!mapped)
 		return -ENOMEM;
+	/* A consistent pair (0 and 0 is not) before anyone can map it. */
+	ts_word_store((struct ts_word *)&mapped->word, (u64)~0U << 32);
 	mapped->gen = 1;
 	ret = misc_register(&torture_dev);
 	if (ret) {
@@ -171,8 +173,6 @@ static int __init torture_init(void)
 			kfree(tasks);
 			return ret;
 		}
-		ts_word_store((struct ts_word *)&mapped->word,
-			      ((u64)~0U << 32) | 0);
 	}
 	/* 0 and 0 would be a consistent pair; start from one. */
 	ts_word_store(&word, ((u64)~0U << 32) | 0);
