@@ -25,7 +25,7 @@ int main(int argc, char **argv)
 	unsigned long reads = 0, torn = 0;
 	bool split;
 	void *p;
-	int fd = -1, i;
+	int fd = -1, i, k;
 
 	if (argc != 2 || (strcmp(argv[1], "atomic") && strcmp(argv[1], "split"))) {
 		fprintf(stderr, "usage: ts_torture_map atomic|split\n");
@@ -57,8 +57,14 @@ int main(int argc, char **argv)
 			const volatile uint32_t *h = (const void *)&e->word;
 			uint32_t lo, hi;
 
-			/* little-endian halves, on purpose not atomic */
+			/*
+			 * Little-endian halves, on purpose not atomic, with a
+			 * few instructions between them so that the writer
+			 * lands there often enough to be seen.
+			 */
 			lo = h[0];
+			for (k = 0; k < 16; k++)
+				__asm__ __volatile__("" ::: "memory");
 			hi = h[1];
 			w = (uint64_t)hi << 32 | lo;
 			if (__atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) != 1)
