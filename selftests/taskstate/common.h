@@ -44,35 +44,48 @@ static inline uint64_t ts_sample_word(int fd, pid_t tid)
 }
 
 /*
- * SAMPLE, the mapping, SAMPLE again, until both SAMPLEs agree: then the
- * word did not change in between (a change always moves its time), so the
- * mapped read, between them, must have seen that same word (0 when the
- * thread is not located or its entry changed hands).  Returns the word,
- * or 0 after logging a disagreement.
+ * @tid's word through the mapping, located once and again only when its
+ * entry changed hands; 0 if it cannot be located.
+ */
+static inline uint64_t ts_xmap_word(int fd, pid_t tid)
+{
+	static struct taskstate_location l = { .index = TASKSTATE_LOCATE_NONE };
+	uint64_t m;
+
+	if (l.tid == (uint32_t)tid && ts_map_read(&ts_xmap, &l, &m))
+		return m;
+	l.tid = (uint32_t)tid;
+	if (ts_locate(fd, &l, 1) != 1 || !ts_map_read(&ts_xmap, &l, &m))
+		return 0;
+	return m;
+}
+
+/*
+ * The mapping, SAMPLE, the mapping again, until both mapped reads agree:
+ * then the word did not change in between (a change always moves its
+ * time), so SAMPLE, between them, must have read that same word (0 when
+ * the thread is not located or its entry changed hands).  One ioctl, as
+ * without the check, once the thread is located.  Returns the word, or 0
+ * after logging a disagreement.
  */
 static inline uint64_t ts_xcheck_word(int fd, pid_t tid)
 {
-	struct taskstate_location l = { .tid = (uint32_t)tid };
-	uint64_t w1 = 0, w2 = 0, m = 0;
+	uint64_t m1 = 0, m2 = 0, w = 0;
 	int i;
 
 	for (i = 0; i < 1000; i++) {
-		l.index = TASKSTATE_LOCATE_NONE;
-		if (ts_locate(fd, &l, 1) < 0)
-			l.index = TASKSTATE_LOCATE_NONE;
-		w1 = ts_sample_word(fd, tid);
-		if (!ts_map_read(&ts_xmap, &l, &m))
-			m = 0;
-		w2 = ts_sample_word(fd, tid);
-		if (w1 != w2)
+		m1 = ts_xmap_word(fd, tid);
+		w = ts_sample_word(fd, tid);
+		m2 = ts_xmap_word(fd, tid);
+		if (m1 != m2)
 			continue;
-		if (m == w1)
-			return w1;
+		if (w == m1)
+			return w;
 		break;
 	}
-	fprintf(stderr, "# tid %d: mapped word %#llx, SAMPLE's %#llx and %#llx\n",
-		(int)tid, (unsigned long long)m, (unsigned long long)w1,
-		(unsigned long long)w2);
+	fprintf(stderr, "# tid %d: SAMPLE's word %#llx, mapped %#llx and %#llx\n",
+		(int)tid, (unsigned long long)w, (unsigned long long)m1,
+		(unsigned long long)m2);
 	return 0;
 }
 
