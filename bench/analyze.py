@@ -435,11 +435,12 @@ def main():
             targets.append(("Scan of every tracked thread: mapping vs LIST "
                             "(no target; reported)",
                             f"{fmt(rs[0], 2)}x LIST's time (rounds "
-                            f"{fmt(rs[1], 2)}-{fmt(rs[2], 2)}); "
-                            f"{int(rd['map_scan']['found'])} threads seen "
-                            f"in {int(rd['map_scan']['found'])} owned "
-                            f"entries of the whole mapping vs "
-                            f"{int(rd['list']['found'])} listed",
+                            f"{fmt(rs[1], 2)}-{fmt(rs[2], 2)}); a scan of "
+                            f"every entry (max_threads) found "
+                            f"{int(rd['map_scan']['found'])} owned, LIST "
+                            f"returned {int(rd['list']['found'])}; "
+                            f"{fmt(rd['map_scan']['median_ns'] / 1000, 0)} us"
+                            f" vs {fmt(rd['list']['median_ns'] / 1000, 0)} us",
                             "reported"))
     else:
         for t in ("One ioctl sample (1 tid) <= 1.3x getppid()",
