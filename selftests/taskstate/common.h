@@ -44,15 +44,18 @@ static inline uint64_t ts_sample_word(int fd, pid_t tid)
 }
 
 /*
- * @tid's word through the mapping, located once and again only when its
- * entry changed hands; 0 if it cannot be located.
+ * @tid's word through the mapping, located once and again when its entry
+ * changed hands or its thread is DEAD: a location names a thread, not a
+ * tid, and a dead thread's tid may already name a new one (pid reuse) while
+ * the dead one's entry is still its own.  0 if it cannot be located.
  */
 static inline uint64_t ts_xmap_word(int fd, pid_t tid)
 {
 	static struct taskstate_location l = { .index = TASKSTATE_LOCATE_NONE };
 	uint64_t m;
 
-	if (l.tid == (uint32_t)tid && ts_map_read(&ts_xmap, &l, &m))
+	if (l.tid == (uint32_t)tid && ts_map_read(&ts_xmap, &l, &m) &&
+	    taskstate_state(m) != TASKSTATE_DEAD)
 		return m;
 	l.tid = (uint32_t)tid;
 	if (ts_locate(fd, &l, 1) != 1 || !ts_map_read(&ts_xmap, &l, &m))

@@ -267,7 +267,10 @@ struct taskstate_locate {
  * CPUs it is a plain load.
  *
  * Staleness: a word may be a moment old, as everywhere; a thread that
- * exits is DEAD until freed, then its entry's gen changes.  A scan of
+ * exits is DEAD until freed, then its entry's gen changes.  A location
+ * names a thread, not a tid: once it reads DEAD, the tid may already name
+ * a new thread (pid reuse, before the dead one is freed); locate again to
+ * follow the tid.  A scan of
  * every entry (no locate) may meet one tid twice for a moment (a tid
  * reused while the old thread's entry, DEAD, is not yet released, or a
  * thread that took its leader's tid in exec while the leader's entry is
