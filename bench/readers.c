@@ -21,6 +21,14 @@
  *   sample n=16|256|4096   one ioctl for that many tids
  *   proc orc         open + read + close of /proc/<pid>/task/<tid>/stat
  *   proc pread       pread() of a /proc/<pid>/task/<tid>/stat fd held open
+ *   mapped           ts_map_read() of one thread located beforehand
+ *                    (TASKSTATE_IOC_LOCATE): the read protocol on the
+ *                    mapping, no system call
+ *   map_scan         every entry of the mapping read by the protocol
+ *                    (ts_map_entry()), as a full-table reader does; n is
+ *                    the number of owned entries seen
+ *   list             one TASKSTATE_IOC_LIST of every tracked thread into
+ *                    a buffer allocated once; n is the number listed
  *
  * A round runs one test for a fixed number of calls, calibrated once so a
  * round lasts about --round-ms, between two clock_gettime(CLOCK_MONOTONIC)
@@ -34,7 +42,8 @@
  * --only TEST (getppid, ioctl_nop, sample0, sample1, sample16, ...,
  * proc_orc, proc_pread): time that test only, e.g. under perf record.
  * --no-dev: without /dev/taskstate (the host, which cannot load the
- * module), skip the sample tests and time the others only.
+ * module), skip the sample, mapped and list tests and time the others
+ * only.
  *
  * CSV (--csv): test,n,median_ns,min_ns,max_ns,ns_per_tid,ratio_to_getppid,found
  * where found is how many of the n tids the last ioctl answered with a
@@ -59,7 +68,7 @@
 #define MAX_ROUNDS	101
 
 enum kind { K_GETPPID, K_IOCTL_NOP, K_SAMPLE0, K_SAMPLE, K_PROC_ORC,
-	    K_PROC_PREAD };
+	    K_PROC_PREAD, K_MAPPED, K_MAP_SCAN, K_LIST };
 
 struct test {
 	const char *name;
@@ -81,10 +90,18 @@ static struct test tests[] = {
 	{ .name = "sample", .kind = K_SAMPLE, .n = 4096 },
 	{ .name = "proc_orc", .kind = K_PROC_ORC, .n = 1 },
 	{ .name = "proc_pread", .kind = K_PROC_PREAD, .n = 1 },
+	{ .name = "mapped", .kind = K_MAPPED, .n = 1 },
+	{ .name = "map_scan", .kind = K_MAP_SCAN, .n = 1 },
+	{ .name = "list", .kind = K_LIST, .n = 1 },
 };
 #define NTESTS (sizeof(tests) / sizeof(tests[0]))
 
 static int dev = -1, stat_fd = -1;
+static struct ts_map map;
+static struct taskstate_location loc;
+static struct taskstate_entry *list_buf;
+static uint32_t list_cap;
+static volatile uint64_t sink;
 static char stat_path[64];
 static struct taskstate_entry *entries;
 static unsigned int nthreads = 4096;
@@ -199,7 +216,54 @@ static void run(struct test *t, unsigned long iters)
 				exit(1);
 			}
 		break;
+	case K_MAPPED:
+		for (i = 0; i < iters; i++) {
+			uint64_t w;
+
+			if (!ts_map_read(&map, &loc, &w)) {
+				fprintf(stderr, "readers: mapped entry %u "
+					"changed hands\n", loc.index);
+				exit(1);
+			}
+			sink += w;
+		}
+		t->found = 1;
+		break;
+	case K_MAP_SCAN:
+		for (i = 0; i < iters; i++) {
+			uint32_t e, tid, gen, owned = 0;
+			uint64_t w;
+
+			for (e = 0; e < map.nr; e++)
+				owned += ts_map_entry(&map, e, &tid, &w, &gen);
+			t->found = owned;
+		}
+		t->n = t->found;
+		break;
+	case K_LIST:
+		for (i = 0; i < iters; i++) {
+			struct taskstate_list a = {
+				.size = sizeof(a), .count = list_cap,
+				.entries = (uintptr_t)list_buf,
+			};
+
+			r = ioctl(dev, TASKSTATE_IOC_LIST, &a);
+			if (r < 0) {
+				perror("readers: list");
+				exit(1);
+			}
+			t->found = r;
+		}
+		t->n = t->found;
+		break;
 	}
+}
+
+/* Tests whose found column means something. */
+static bool has_found(enum kind k)
+{
+	return k == K_SAMPLE || k == K_MAPPED || k == K_MAP_SCAN ||
+	       k == K_LIST;
 }
 
 static double timed(struct test *t, unsigned long iters)
@@ -285,7 +349,10 @@ int main(int argc, char **argv)
 		for (k = 0; k < NTESTS; k++)
 			tests[k].skip = tests[k].kind == K_SAMPLE ||
 					tests[k].kind == K_SAMPLE0 ||
-					tests[k].kind == K_IOCTL_NOP;
+					tests[k].kind == K_IOCTL_NOP ||
+					tests[k].kind == K_MAPPED ||
+					tests[k].kind == K_MAP_SCAN ||
+					tests[k].kind == K_LIST;
 	} else if (dev < 0) {
 		fprintf(stderr, "readers: %s: %s\n", ts_dev_path(),
 			strerror(-dev));
@@ -324,6 +391,21 @@ int main(int argc, char **argv)
 	for (k = 0; k < NTESTS; k++)
 		if (tests[k].n > nthreads)
 			tests[k].n = nthreads;
+	if (dev >= 0) {
+		struct taskstate_info info;
+		int ret = ts_map_open(dev, &map);
+
+		loc.tid = tids[0];
+		if (ret || ts_locate(dev, &loc, 1) != 1 || ts_info(dev, &info)) {
+			fprintf(stderr, "readers: map or locate: %s\n",
+				strerror(-ret));
+			return 1;
+		}
+		list_cap = info.max_threads;
+		list_buf = calloc(list_cap, sizeof(*list_buf));
+		if (!list_buf)
+			return 1;
+	}
 
 	/* Calibrate: calls per round so that a round lasts about round_ms. */
 	for (k = 0; k < NTESTS; k++) {
@@ -363,8 +445,7 @@ int main(int argc, char **argv)
 			printf("%-12s %5u %11.1f %11.1f %11.1f %11.2f %9.2f "
 			       "%6d\n", tests[k].name, tests[k].n, med[k],
 			       lo[k], hi[k], med[k] / tests[k].n,
-			       ratio[k], tests[k].kind == K_SAMPLE ?
-			       tests[k].found : -1);
+			       ratio[k], has_found(tests[k].kind) ? tests[k].found : -1);
 	for (k = 0; k < NTESTS; k++)
 		if (tests[k].kind == K_SAMPLE && !tests[k].skip &&
 		    tests[k].found != (int)tests[k].n)
@@ -385,7 +466,7 @@ int main(int argc, char **argv)
 					"%d\n", tests[k].name, tests[k].n,
 					med[k], lo[k], hi[k],
 					med[k] / tests[k].n, ratio[k],
-					tests[k].kind == K_SAMPLE ?
+					has_found(tests[k].kind) ?
 					tests[k].found : -1);
 		if (fclose(f))
 			return 1;

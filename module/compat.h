@@ -15,6 +15,7 @@
 #ifndef TASKSTATE_COMPAT_H
 #define TASKSTATE_COMPAT_H
 
+#include <linux/mm.h>
 #include <linux/sched.h>
 
 /* The freezer's own state appeared in 6.1; before it, frozen was a flag. */
@@ -130,5 +131,26 @@ static inline bool ts_task_on_cpu(const struct task_struct *t)
 #else
 #define ts_call_rcu	call_rcu
 #endif
+
+/* 6.3 made vma->vm_flags read-only, behind vm_flags_set()/_clear(). */
+static inline void ts_vm_flags_set(struct vm_area_struct *vma,
+				   unsigned long flags)
+{
+#ifdef TS_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
+static inline void ts_vm_flags_clear(struct vm_area_struct *vma,
+				     unsigned long flags)
+{
+#ifdef TS_HAVE_VM_FLAGS_SET
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
 
 #endif /* TASKSTATE_COMPAT_H */

@@ -31,8 +31,7 @@ static bool ts_dev_track_all;
  * one and wants the unknown tail of a long one zero).  Returns the user's
  * size, to write back no more than that.
  */
-static long ts_get_args(void *karg, size_t ksize, size_t ver0,
-			void __user *uarg)
+long ts_get_args(void *karg, size_t ksize, size_t ver0, void __user *uarg)
 {
 	u32 usize;
 	int ret;
@@ -49,8 +48,8 @@ static long ts_get_args(void *karg, size_t ksize, size_t ver0,
 	return usize;
 }
 
-static int ts_put_args(void __user *uarg, const void *karg, size_t ksize,
-		       size_t usize)
+int ts_put_args(void __user *uarg, const void *karg, size_t ksize,
+		size_t usize)
 {
 	return copy_to_user(uarg, karg, min(ksize, usize)) ? -EFAULT : 0;
 }
@@ -78,22 +77,8 @@ static long ts_ioctl_info(void __user *uarg)
 		.nr_tracked = READ_ONCE(ts_nr_tracked),
 		.nr_untracked = atomic_long_read(&ts_nr_untracked),
 	};
+	ts_map_info(&info);
 	return ts_put_args(uarg, &info, sizeof(info), usize);
-}
-
-/*
- * The user pointer in a 64-bit field.  u64_to_user_ptr() keeps only the
- * low half on a 32-bit kernel: an address with bits above them set
- * cannot be the caller's, and is refused rather than truncated into
- * another one.  Checked only when entries will be used (count > 0), as a
- * 64-bit kernel never looks at it otherwise.
- */
-static int ts_user_ptr(u64 addr, struct taskstate_entry __user **p)
-{
-	if (addr != (uintptr_t)addr)
-		return -EFAULT;
-	*p = u64_to_user_ptr(addr);
-	return 0;
 }
 
 /* The thread, or with @process the process, that @id names for current. */
@@ -240,8 +225,9 @@ static long ts_ioctl_sample(void __user *uarg)
 	args.found = 0;
 	if (args.count > TASKSTATE_BATCH_MAX)
 		return -E2BIG;
-	if (args.count && ts_user_ptr(args.entries, &ue))
+	if (args.count && !ts_user_ptr_fits(args.entries))
 		return -EFAULT;
+	ue = u64_to_user_ptr(args.entries);
 	for (done = 0; done < args.count; done += n) {
 		/* Up to 2048 chunks: let others run between them. */
 		cond_resched();
@@ -280,8 +266,9 @@ static long ts_ioctl_list(void __user *uarg)
 	args.total = 0;
 	if (args.count > TASKSTATE_LIST_MAX)
 		return -E2BIG;
-	if (args.count && ts_user_ptr(args.entries, &ue))
+	if (args.count && !ts_user_ptr_fits(args.entries))
 		return -EFAULT;
+	ue = u64_to_user_ptr(args.entries);
 	used = ts_slots_used();
 	for (idx = 0; idx < used; idx++) {
 		if (!(idx % 1024))
@@ -327,6 +314,8 @@ static long ts_dev_ioctl(struct file *file, unsigned int cmd,
 		return ts_ioctl_sample(uarg);
 	case TASKSTATE_IOC_LIST:
 		return ts_ioctl_list(uarg);
+	case TASKSTATE_IOC_LOCATE:
+		return ts_ioctl_locate(uarg);
 	default:
 		return -ENOIOCTLCMD;
 	}
@@ -344,6 +333,7 @@ static const struct file_operations ts_dev_fops = {
 	.open = ts_dev_open,
 	.unlocked_ioctl = ts_dev_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = ts_dev_mmap,
 };
 
 static struct miscdevice ts_miscdev = {
@@ -355,7 +345,7 @@ static struct miscdevice ts_miscdev = {
 
 int ts_dev_init(bool track_all)
 {
-	BUILD_BUG_ON(sizeof(struct taskstate_info) != TASKSTATE_INFO_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct taskstate_info) != TASKSTATE_INFO_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct taskstate_track) != TASKSTATE_TRACK_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct taskstate_sample) !=
 		     TASKSTATE_SAMPLE_SIZE_VER0);

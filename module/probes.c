@@ -24,6 +24,8 @@
  *    child's slot.
  *  - sched_process_free (kernel/exit.c, delayed_put_task_struct()): an RCU
  *    callback after release_task(); the task has made its final switch.
+ *  - sched_process_exec (fs/exec.c, exec_binprm()): writes no word, only
+ *    the entry's tid after de_thread(), under ts_lock (ts_retid()).
  *
  * Hence a plain store (ts_word_store()) is enough, and the probes may read
  * their own word to skip a store that would not change the state.  The one
@@ -176,6 +178,19 @@ static void ts_probe_free(void *data, struct task_struct *t)
 		ts_untrack(t);
 }
 
+/*
+ * sched_process_exec, from exec_binprm() once the new program is loaded,
+ * in the thread that called exec.  A non-leader thread took its leader's
+ * tid in de_thread() (exchange_tids()); the mapped entry must show it.
+ * Only then (p->pid differs from old_pid) does it take ts_lock.
+ */
+static void ts_probe_exec(void *data, struct task_struct *p, pid_t old_pid,
+			  struct linux_binprm *bprm)
+{
+	if (READ_ONCE(p->pid) != old_pid && ts_active() && ts_lookup(p))
+		ts_retid(p);
+}
+
 /* Compile-time checks that each probe matches its tracepoint. */
 static inline void ts_check_prototypes(void)
 {
@@ -184,6 +199,7 @@ static inline void ts_check_prototypes(void)
 	check_trace_callback_type_sched_wakeup_new(ts_probe_wakeup);
 	check_trace_callback_type_task_newtask(ts_probe_newtask);
 	check_trace_callback_type_sched_process_free(ts_probe_free);
+	check_trace_callback_type_sched_process_exec(ts_probe_exec);
 }
 
 /*
@@ -199,6 +215,7 @@ static struct ts_tracepoint {
 } ts_tps[] = {
 	{ "sched_process_free",	ts_probe_free },
 	{ "task_newtask",	ts_probe_newtask },
+	{ "sched_process_exec",	ts_probe_exec },
 	{ "sched_wakeup_new",	ts_probe_wakeup },
 	{ "sched_wakeup",	ts_probe_wakeup },
 	{ "sched_switch",	ts_probe_switch },

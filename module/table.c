@@ -104,9 +104,8 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 	WRITE_ONCE(ts_hwm, max(ts_hwm, idx + 1));
 	s = &ts_slots[idx];
 	s->flags = flags;
-	ts_pub[idx].tid = READ_ONCE(t->pid);
-	ts_pub[idx].gen++;
 	ts_word_store(&ts_pub[idx].word, 0);
+	ts_pub_take(&ts_pub[idx], READ_ONCE(t->pid));
 	WRITE_ONCE(s->task, t);
 	hlist_add_head_rcu(&s->node, &ts_buckets[hash_ptr(t, ts_hash_bits)]);
 	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked + 1);
@@ -284,7 +283,7 @@ bool ts_untrack(struct task_struct *t)
 	if (s) {
 		hlist_del_rcu(&s->node);
 		WRITE_ONCE(s->task, NULL);
-		ts_pub[s - ts_slots].tid = 0;
+		ts_pub_release(ts_slot_pub(s));
 		WRITE_ONCE(ts_nr_tracked, ts_nr_tracked - 1);
 	}
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
@@ -319,6 +318,24 @@ void ts_track_existing(u64 probes_since)
 	for_each_process_thread(g, t)
 		ts_snapshot(t);
 	rcu_read_unlock();
+}
+
+/*
+ * exec by a non-leader thread gave @t its leader's tid (de_thread()): show
+ * the new one in @t's entry, same entry and gen (the sched_process_exec
+ * probe).  Under ts_lock, so that it cannot write a tid after
+ * ts_untrack() cleared it; a released entry keeps tid 0.
+ */
+void ts_retid(struct task_struct *t)
+{
+	unsigned long irqflags;
+	struct ts_slot *s;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	s = ts_lookup(t);
+	if (s)
+		WRITE_ONCE(ts_slot_pub(s)->tid, READ_ONCE(t->pid));
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
 
 /*

@@ -28,14 +28,22 @@ struct ts_slot {
 };
 
 /*
- * tid: the owner's tid in the initial pid namespace when it was tracked,
- * 0 once released.  exec can change a tid (de_thread()): an mmap reader
- * will need an exec probe to refresh it.  gen: bumped at each reuse.
+ * Public half of a slot: struct taskstate_map_entry of the uapi header,
+ * field for field, what the mapping shows (module/mmap.c).  Only what a
+ * reader may see: no pointer, nothing of an earlier user of the memory
+ * (vmalloc_user() zeroes it).
+ *
+ * tid: the owner's tid in the initial pid namespace, 0 once released;
+ * exec can change it (de_thread()), ts_retid() follows.  gen: even while
+ * free, odd while owned, bumped by ts_pub_take() and ts_pub_release().
+ * start_ns, state_ns[]: room for per-state totals, zero for now.
  */
 struct ts_pub {
 	struct ts_word word;
 	u32 tid;
 	u32 gen;
+	u64 start_ns;
+	u64 state_ns[TASKSTATE_MAP_NR_TOTALS];
 };
 
 extern struct ts_slot *ts_slots;
@@ -66,6 +74,38 @@ static __always_inline struct ts_word *ts_slot_word(const struct ts_slot *s)
 	return &ts_pub[s - ts_slots].word;
 }
 
+static __always_inline struct ts_pub *ts_slot_pub(const struct ts_slot *s)
+{
+	return &ts_pub[s - ts_slots];
+}
+
+/*
+ * Give entry @p to a new owner, under ts_lock, before the slot is
+ * published to the probes.  The word is 0 (reset a grace period after
+ * the last release).  The read protocol in the uapi header relies on
+ * this order: tid (and the reset word) before the odd gen.
+ */
+static inline void ts_pub_take(struct ts_pub *p, u32 tid)
+{
+	WRITE_ONCE(p->tid, tid);
+	smp_wmb();	/* pairs with the reader's acquire load of gen */
+	WRITE_ONCE(p->gen, p->gen + 1);
+}
+
+/*
+ * The owner is no longer tracked, under ts_lock: readers that located it
+ * see a new gen from now on.  The even gen is stored before the tid is
+ * cleared and before the word is reset (ts_slot_reuse(), a grace period
+ * later, which orders it after this), so a reader that sees either of
+ * those sees the new gen on its second gen load.
+ */
+static inline void ts_pub_release(struct ts_pub *p)
+{
+	WRITE_ONCE(p->gen, p->gen + 1);
+	smp_wmb();	/* pairs with the reader's fence before its 2nd load */
+	WRITE_ONCE(p->tid, 0);
+}
+
 /* Is anything tracked at all?  The probes' first test. */
 static __always_inline bool ts_active(void)
 {
@@ -80,6 +120,7 @@ void ts_track_child(struct task_struct *child, struct task_struct *parent,
 void ts_snapshot(struct task_struct *t);
 bool ts_untrack(struct task_struct *t);
 void ts_track_existing(u64 probes_since);
+void ts_retid(struct task_struct *t);
 
 /* What a reader may print about one slot, copied under the table lock. */
 struct ts_view {

@@ -24,7 +24,9 @@
 #         2. the pinned pipe under the write schemes a (seqcount pair),
 #            b (xchg), c (plain store, the product: A's runs)
 #            1 and 2 interleaved in rounds: N E T A B a b, N E T A B a b...
-#         4. bench/readers: ts_sample() against /proc stat and getppid()
+#         4. bench/readers: ts_sample() against /proc stat and getppid(),
+#            a located read through the mapping, and a scan of every
+#            thread through the mapping against LIST
 #  host   bench/analyze.py: medians, spread, ratios, targets -> REPORT.md,
 #         bench/plot.gp -> the PNG
 #
@@ -71,7 +73,7 @@ else
 	: "${BENCH_BT_TMPFS:=1}" "${BENCH_HOST_REPS:=3}"
 	: "${BENCH_PIPE_CAP:=30}" "${BENCH_XPIPE_CAP:=12}" "${BENCH_HACKBENCH_CAP:=12}"
 	: "${BENCH_PIPE_REPS:=2}"
-	readers_args="" ubench_args=""
+	readers_args="--threads 10000" ubench_args=""
 	report_dir=$top/bench
 fi
 : "${BENCH_MEM:=1536}"

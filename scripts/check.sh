@@ -61,6 +61,30 @@ build_userspace() {
 	esac
 }
 
+# The uapi header's mapped read on i686, as gcc compiles it (-O0, -O2,
+# -O2 -msse2): one 8-byte load (x87 fild or SSE movq), never a
+# cmpxchg8b or another locked instruction, which would write to the
+# read-only page and fault.
+check_i686_read() {
+	local o=$build/i686-map-read.o opt
+	for opt in -O0 -O2 "-O2 -msse2"; do
+		# shellcheck disable=SC2086
+		printf '%s\n' '#include <linux/taskstate.h>' \
+			'int rd(const struct taskstate_map_entry *e, __u32 g, __u64 *w)' \
+			'{ return taskstate_map_read(e, g, w); }' |
+			i686-linux-gnu-gcc $opt -I"$top/include/uapi" -x c -c -o "$o" - ||
+			{ fail "i686 mapped read ($opt): build"; return; }
+		if i686-linux-gnu-objdump -d "$o" | grep -qE 'cmpxchg8b|lock' ||
+		   ! i686-linux-gnu-objdump -d "$o" | grep -qE 'fildll|movq'; then
+			i686-linux-gnu-objdump -d "$o"
+			fail "i686 mapped read ($opt): one plain 8-byte load"
+		else
+			echo "ok - i686 mapped read ($opt): one plain 8-byte load"
+			passed=$((passed + 1))
+		fi
+	done
+}
+
 # One boot: run run_vm.sh's SECTIONS (all if empty) under ACCEL.
 boot() {	# kver out name accel sections
 	local kver=$1 out=$2 name=$3 accel=$4 sections=$5
@@ -197,6 +221,7 @@ if [ -n "${HOST_TESTS-dkms-test install-test}" ]; then
 	done
 fi
 if build_userspace; then
+	check_i686_read
 	for k in $KERNELS; do
 		run_kernel "$k"
 	done

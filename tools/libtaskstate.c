@@ -11,13 +11,14 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "libtaskstate.h"
 
 /* The structs must match the first ABI version on every architecture. */
-_Static_assert(sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER0,
+_Static_assert(sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER1,
 	       "taskstate_info size");
 _Static_assert(sizeof(struct taskstate_track) == TASKSTATE_TRACK_SIZE_VER0,
 	       "taskstate_track size");
@@ -26,6 +27,12 @@ _Static_assert(sizeof(struct taskstate_sample) == TASKSTATE_SAMPLE_SIZE_VER0,
 _Static_assert(sizeof(struct taskstate_list) == TASKSTATE_LIST_SIZE_VER0,
 	       "taskstate_list size");
 _Static_assert(sizeof(struct taskstate_entry) == 16, "taskstate_entry size");
+_Static_assert(sizeof(struct taskstate_locate) == TASKSTATE_LOCATE_SIZE_VER0,
+	       "taskstate_locate size");
+_Static_assert(sizeof(struct taskstate_location) == 16,
+	       "taskstate_location size");
+_Static_assert(sizeof(struct taskstate_map_entry) == TASKSTATE_MAP_ENTRY_SIZE,
+	       "taskstate_map_entry size");
 
 /* ts_list(): first buffer, and how many times it may grow. */
 #define LIST_FIRST_COUNT	256
@@ -147,6 +154,65 @@ int ts_list(int fd, unsigned int pid, struct taskstate_entry **out,
 		if (count > TASKSTATE_LIST_MAX || count < l.total)
 			count = TASKSTATE_LIST_MAX;
 	}
+}
+
+int ts_map_open(int fd, struct ts_map *m)
+{
+	struct taskstate_info info;
+	void *p;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	ret = ts_info(fd, &info);
+	if (ret)
+		return ret;
+	/* A module older than the mapping leaves these 0. */
+	if (!info.map_entry_size || !info.map_size)
+		return -EOPNOTSUPP;
+	if (info.map_layout != TASKSTATE_MAP_LAYOUT ||
+	    info.map_entry_size != sizeof(struct taskstate_map_entry) ||
+	    info.map_size / info.map_entry_size < info.map_entries ||
+	    info.map_size > SIZE_MAX)
+		return -EPROTO;
+	p = mmap(NULL, info.map_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	m->entries = p;
+	m->nr = info.map_entries;
+	m->size = info.map_size;
+	return 0;
+}
+
+void ts_map_close(struct ts_map *m)
+{
+	if (m->entries)
+		munmap((void *)m->entries, m->size);
+	memset(m, 0, sizeof(*m));
+}
+
+int ts_locate(int fd, struct taskstate_location *l, uint32_t n)
+{
+	uint32_t done, chunk;
+	int ret, found = 0;
+
+	if (n > INT_MAX)
+		return -EINVAL;
+	for (done = 0; done < n; done += chunk) {
+		struct taskstate_locate a = {
+			.size = sizeof(a),
+			.locations = (uintptr_t)(l + done),
+		};
+
+		chunk = n - done;
+		if (chunk > TASKSTATE_BATCH_MAX)
+			chunk = TASKSTATE_BATCH_MAX;
+		a.count = chunk;
+		ret = ioctl(fd, TASKSTATE_IOC_LOCATE, &a);
+		if (ret < 0)
+			return -errno;
+		found += ret;
+	}
+	return found;
 }
 
 uint64_t ts_now_ns(void)

@@ -53,6 +53,71 @@ int ts_sample(int fd, struct taskstate_entry *e, uint32_t n);
 int ts_list(int fd, unsigned int pid, struct taskstate_entry **out,
 	    uint32_t *n);
 
+/*
+ * Zero-syscall reads: the module's entries mapped read-only (rules and
+ * read protocol: "DOC: The mapping" in <linux/taskstate.h>).
+ */
+struct ts_map {
+	const struct taskstate_map_entry *entries;
+	uint32_t nr;		/* entries mapped */
+	size_t size;		/* bytes mapped */
+};
+
+/*
+ * Map every entry of the module behind fd, after checking INFO's layout
+ * and entry size.  Returns 0, or -errno: -EPERM outside the initial pid
+ * namespace, -EOPNOTSUPP for a module without a mapping, -EPROTO for a
+ * layout this library does not know.  The mapping outlives fd.
+ */
+int ts_map_open(int fd, struct ts_map *m);
+void ts_map_close(struct ts_map *m);
+
+/*
+ * Fill tgid, index and gen of l[0..n-1] from their tid (in the caller's
+ * pid namespace), in batches of at most TASKSTATE_BATCH_MAX.  Unknown
+ * threads get index TASKSTATE_LOCATE_NONE.  Returns how many were found.
+ */
+int ts_locate(int fd, struct taskstate_location *l, uint32_t n);
+
+/*
+ * The word of the located thread l, without a system call.  Returns 1 and
+ * sets *word while the entry is still that thread's; 0 once it is not
+ * (the thread is gone or untracked, or l was not found): locate again.
+ */
+static inline int ts_map_read(const struct ts_map *m,
+			      const struct taskstate_location *l,
+			      uint64_t *word)
+{
+	__u64 w;
+
+	if (l->index >= m->nr ||
+	    !taskstate_map_read(&m->entries[l->index], l->gen, &w))
+		return 0;
+	*word = w;
+	return 1;
+}
+
+/*
+ * Entry i as a scan sees it, by the same protocol: 1 with its tid and
+ * word if a thread owns it (*gen its generation), 0 if free or changing.
+ */
+static inline int ts_map_entry(const struct ts_map *m, uint32_t i,
+			       uint32_t *tid, uint64_t *word, uint32_t *gen)
+{
+	const struct taskstate_map_entry *e = &m->entries[i];
+	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
+
+	if (!(g & 1))
+		return 0;
+	*tid = __atomic_load_n(&e->tid, __ATOMIC_RELAXED);
+	*word = __atomic_load_n(&e->word, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != g)
+		return 0;
+	*gen = g;
+	return 1;
+}
+
 /* CLOCK_BOOTTIME now, in ns: the clock the words are stamped with. */
 uint64_t ts_now_ns(void);
 

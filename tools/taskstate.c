@@ -40,7 +40,7 @@ static const char main_help[] =
 "  untrack [-p] ID      stop tracking a thread, or with -p a process\n"
 "  show [-p PID] [--json]\n"
 "                       list the tracked threads\n"
-"  watch [-p PID] [--stuck MS] [--interval MS] [--count N]\n"
+"  watch [-p PID] [--stuck MS] [--interval MS] [--count N] [--no-map]\n"
 "                       list them again and again, like top\n"
 "  info                 show what the module is and holds\n"
 "\n"
@@ -81,6 +81,7 @@ static const char show_help[] =
 
 static const char watch_help[] =
 "Usage: taskstate watch [-p PID] [--stuck MS] [--interval MS] [--count N]\n"
+"                       [--no-map]\n"
 "\n"
 "List the tracked threads every interval, with the number in each state.\n"
 "A thread waiting (SLEEPING, BLOCKED, STOPPED, TRACED or DEAD) for longer\n"
@@ -89,16 +90,24 @@ static const char watch_help[] =
 "key refreshes.  Otherwise each refresh prints a block of plain lines,\n"
 "blocks separated by an empty line.\n"
 "\n"
+"The words are read through a read-only mapping of the module's entries,\n"
+"without a system call per refresh, when the module allows it (the\n"
+"initial pid namespace only); else with the LIST ioctl.  'taskstate info'\n"
+"says which.\n"
+"\n"
 "  -p, --pid PID          only the threads of process PID\n"
 "  -s, --stuck MS         mark threads waiting longer than MS ms (1000)\n"
 "  -i, --interval MS      refresh every MS ms (1000)\n"
 "  -n, --count N          stop after N refreshes\n"
+"      --no-map           always use the LIST ioctl\n"
 "  -h, --help             show this help\n";
 
 static const char info_help[] =
 "Usage: taskstate info\n"
 "\n"
-"Show what the module is and holds, one 'key: value' per line.\n"
+"Show what the module is and holds, one 'key: value' per line.  The last,\n"
+"watch_reads, says how 'taskstate watch' reads the words here: 'mmap', or\n"
+"'ioctl' and why the mapping cannot be used.\n"
 "\n"
 "  -h, --help      show this help\n";
 
@@ -269,6 +278,91 @@ static int get_rows(int fd, unsigned int pid, uint64_t stuck_ns,
 	return total;
 }
 
+/*
+ * What watch knows of the owner of each mapped entry, found once per
+ * owner (the entry's gen): its tgid, from /proc.
+ */
+struct map_owner {
+	uint32_t gen;		/* 0: not looked up yet */
+	uint32_t tid;
+	uint32_t tgid;		/* 0: the thread is gone */
+};
+
+/* The tgid of thread tid, from /proc/<tid>/status; 0 if it is gone. */
+static uint32_t tgid_of(uint32_t tid)
+{
+	char path[32], line[128];
+	unsigned int tgid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %u", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+/*
+ * get_rows() through the mapping: every owned entry, read by the
+ * protocol of the uapi header, no system call but for what /proc adds
+ * (the tgid of a new owner, the comm).  The tids are the initial pid
+ * namespace's, which is where the mapping is allowed.
+ */
+static int get_rows_mapped(struct ts_map *m, struct map_owner *owners,
+			   unsigned int pid, uint64_t stuck_ns,
+			   struct ts_row **rows, size_t *n)
+{
+	size_t nr = 0, cap = 256;
+	struct ts_row *r = malloc(cap * sizeof(*r)), *tmp;
+	uint32_t i, tid, gen;
+	uint64_t word, now;
+
+	if (!r)
+		return -ENOMEM;
+	for (i = 0; i < m->nr; i++) {
+		struct map_owner *o = &owners[i];
+
+		if (!ts_map_entry(m, i, &tid, &word, &gen) || !tid)
+			continue;
+		if (o->gen != gen || o->tid != tid) {
+			o->gen = gen;
+			o->tid = tid;
+			o->tgid = tgid_of(tid);
+		}
+		if (!o->tgid || (pid && o->tgid != pid))
+			continue;
+		if (nr == cap) {
+			tmp = realloc(r, 2 * cap * sizeof(*r));
+			if (!tmp) {
+				free(r);
+				return -ENOMEM;
+			}
+			r = tmp;
+			cap *= 2;
+		}
+		memset(&r[nr], 0, sizeof(r[nr]));
+		r[nr].tid = tid;
+		r[nr].tgid = o->tgid;
+		r[nr].d.state = taskstate_state(word);
+		r[nr].d.since_ns = word;	/* the word: decoded below */
+		nr++;
+	}
+	now = ts_now_ns();
+	for (i = 0; i < nr; i++) {
+		ts_decode(r[i].d.since_ns, now, &r[i].d);
+		r[i].stuck = row_is_stuck(&r[i], stuck_ns);
+		r[i].has_comm = ts_comm(r[i].tid, r[i].comm,
+					sizeof(r[i].comm)) >= 0;
+	}
+	*rows = r;
+	*n = nr;
+	return nr > INT_MAX ? INT_MAX : (int)nr;
+}
+
 static int cmp_tid(const void *a, const void *b)
 {
 	const struct ts_row *x = a, *y = b;
@@ -344,6 +438,8 @@ static int run_show(const struct command *cmd, int argc, char **argv)
 
 struct watch {
 	int fd;
+	struct ts_map map;	/* entries NULL: read with LIST */
+	struct map_owner *owners;
 	unsigned int pid;
 	uint64_t stuck_ms;
 	int interval_ms;
@@ -528,7 +624,12 @@ static int watch_loop(struct watch *w)
 	int ret;
 
 	for (first = true; ; first = false) {
-		ret = get_rows(w->fd, w->pid, w->stuck_ms * 1000000, &rows, &n);
+		if (w->map.entries)
+			ret = get_rows_mapped(&w->map, w->owners, w->pid,
+					      w->stuck_ms * 1000000, &rows, &n);
+		else
+			ret = get_rows(w->fd, w->pid, w->stuck_ms * 1000000,
+				       &rows, &n);
 		if (ret < 0)
 			return ret;
 		qsort(rows, n, sizeof(*rows), cmp_stuck);
@@ -543,17 +644,39 @@ static int watch_loop(struct watch *w)
 	}
 }
 
+/*
+ * Map the entries for watch; 0, or -errno saying why the ioctls must do.
+ * Only mapped, not used, if the caller is outside the initial pid
+ * namespace: the module refuses that with EPERM.
+ */
+static int watch_map(int fd, struct ts_map *m, struct map_owner **owners)
+{
+	int ret = ts_map_open(fd, m);
+
+	if (ret)
+		return ret;
+	*owners = calloc(m->nr ? m->nr : 1, sizeof(**owners));
+	if (!*owners) {
+		ts_map_close(m);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int run_watch(const struct command *cmd, int argc, char **argv)
 {
+	enum { OPT_NO_MAP = 256 };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "stuck", required_argument, NULL, 's' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "no-map", no_argument, NULL, OPT_NO_MAP },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
 	struct watch w = { .stuck_ms = 1000, .interval_ms = 1000 };
+	bool map = true;
 	int c, ret;
 
 	while ((c = next_option(cmd, argc, argv, ":hp:s:i:n:", longopts)) != -1) {
@@ -572,6 +695,9 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 		case 'n':
 			w.count = num_arg(cmd, "--count", optarg, 1, UINT_MAX);
 			break;
+		case OPT_NO_MAP:
+			map = false;
+			break;
 		}
 	}
 	want_args(cmd, argc, 0, "");
@@ -579,6 +705,8 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 	w.fd = open_device();
 	if (w.fd < 0)
 		return EXIT_FAILURE;
+	if (map)
+		watch_map(w.fd, &w.map, &w.owners);	/* else: LIST */
 	catch_quit_signals();
 	w.tty = isatty(STDOUT_FILENO);
 	if (w.tty)
@@ -586,6 +714,8 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 	ret = watch_loop(&w);
 	fflush(stdout);
 	term_restore();
+	ts_map_close(&w.map);
+	free(w.owners);
 	ts_close(w.fd);
 	if (ret < 0) {
 		fprintf(stderr, "taskstate: list: %s\n", strerror(-ret));
@@ -601,7 +731,9 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 		{ }
 	};
 	struct taskstate_info info;
-	int fd, ret;
+	struct map_owner *owners = NULL;
+	struct ts_map m;
+	int fd, ret, map_err = 0;
 
 	while (next_option(cmd, argc, argv, ":h", longopts) != -1)
 		;
@@ -611,6 +743,13 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 	if (fd < 0)
 		return EXIT_FAILURE;
 	ret = ts_info(fd, &info);
+	if (!ret) {
+		/* what watch would do */
+		map_err = watch_map(fd, &m, &owners);
+		if (!map_err)
+			ts_map_close(&m);
+		free(owners);
+	}
 	ts_close(fd);
 	if (ret < 0) {
 		fprintf(stderr, "taskstate: info: %s\n", strerror(-ret));
@@ -624,11 +763,20 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 	       "batch_max: %" PRIu32 "\n"
 	       "track_all: %" PRIu32 "\n"
 	       "nr_tracked: %" PRIu64 "\n"
-	       "nr_untracked: %" PRIu64 "\n",
+	       "nr_untracked: %" PRIu64 "\n"
+	       "map_entry_size: %" PRIu32 "\n"
+	       "map_layout: %" PRIu32 "\n"
+	       "map_entries: %" PRIu32 "\n"
+	       "map_size: %" PRIu64 "\n",
 	       info.abi_version, info.state_shift, info.time_bits,
 	       info.clock_id, info.max_threads, info.batch_max,
 	       info.track_all, (uint64_t)info.nr_tracked,
-	       (uint64_t)info.nr_untracked);
+	       (uint64_t)info.nr_untracked, info.map_entry_size,
+	       info.map_layout, info.map_entries, (uint64_t)info.map_size);
+	if (map_err)
+		printf("watch_reads: ioctl (mmap: %s)\n", strerror(-map_err));
+	else
+		printf("watch_reads: mmap\n");
 	return EXIT_SUCCESS;
 }
 

@@ -29,12 +29,81 @@ static inline void ts_sleep_ms(unsigned int ms)
 		;
 }
 
-/* The word of @tid, or 0 (NONE) if the module does not know it. */
-static inline uint64_t ts_word_of(int fd, pid_t tid)
+/*
+ * The mapping, when a test program mapped it (ts_xcheck_map()): then every
+ * word ts_word_of() reads with SAMPLE is also read through the mapping and
+ * must be the same.
+ */
+static struct ts_map ts_xmap;
+
+static inline uint64_t ts_sample_word(int fd, pid_t tid)
 {
 	struct taskstate_entry e = { .tid = (uint32_t)tid };
 
 	return ts_sample(fd, &e, 1) == 1 ? e.word : 0;
+}
+
+/*
+ * @tid's word through the mapping, located once and again when its entry
+ * changed hands or its thread is DEAD: a location names a thread, not a
+ * tid, and a dead thread's tid may already name a new one (pid reuse) while
+ * the dead one's entry is still its own.  0 if it cannot be located.
+ */
+static inline uint64_t ts_xmap_word(int fd, pid_t tid)
+{
+	static struct taskstate_location l = { .index = TASKSTATE_LOCATE_NONE };
+	uint64_t m;
+
+	if (l.tid == (uint32_t)tid && ts_map_read(&ts_xmap, &l, &m) &&
+	    taskstate_state(m) != TASKSTATE_DEAD)
+		return m;
+	l.tid = (uint32_t)tid;
+	if (ts_locate(fd, &l, 1) != 1 || !ts_map_read(&ts_xmap, &l, &m))
+		return 0;
+	return m;
+}
+
+/*
+ * The mapping, SAMPLE, the mapping again, until both mapped reads agree:
+ * then the word did not change in between (a change always moves its
+ * time), so SAMPLE, between them, must have read that same word (0 when
+ * the thread is not located or its entry changed hands).  One ioctl, as
+ * without the check, once the thread is located.  Returns the word, or 0
+ * after logging a disagreement.
+ */
+static inline uint64_t ts_xcheck_word(int fd, pid_t tid)
+{
+	uint64_t m1 = 0, m2 = 0, w = 0;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		m1 = ts_xmap_word(fd, tid);
+		w = ts_sample_word(fd, tid);
+		m2 = ts_xmap_word(fd, tid);
+		if (m1 != m2)
+			continue;
+		if (w == m1)
+			return w;
+		break;
+	}
+	fprintf(stderr, "# tid %d: SAMPLE's word %#llx, mapped %#llx and %#llx\n",
+		(int)tid, (unsigned long long)w, (unsigned long long)m1,
+		(unsigned long long)m2);
+	return 0;
+}
+
+/* Map for ts_word_of()'s cross-check; returns 0 or -errno. */
+static inline int ts_xcheck_map(int fd)
+{
+	return ts_map_open(fd, &ts_xmap);
+}
+
+/* The word of @tid, or 0 (NONE) if the module does not know it. */
+static inline uint64_t ts_word_of(int fd, pid_t tid)
+{
+	if (ts_xmap.entries)
+		return ts_xcheck_word(fd, tid);
+	return ts_sample_word(fd, tid);
 }
 
 static inline unsigned int ts_state_of(int fd, pid_t tid)

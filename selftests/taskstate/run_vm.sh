@@ -50,6 +50,8 @@ section_track_all() {
 	run "$TS_BIN/ts_states"
 	run "$TS_BIN/ts_abi"
 	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_abi"
+	run "$TS_BIN/ts_mmap"
+	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_mmap"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
 	run "$TS_BIN/ts_bpftrace"
 	run "$TS_BIN/ts_review" info_counts_are_system_wide_in_child_pidns \
@@ -64,6 +66,7 @@ section_track_none() {
 		test "$(wc -l < /sys/kernel/debug/taskstate)" -eq 1
 	run "$TS_BIN/ts_states"
 	run "$TS_BIN/ts_abi"
+	run "$TS_BIN/ts_mmap"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
 	run "$TS_BIN/ts_review" untrack_process_racing_clone \
 		info_counts_are_system_wide_in_child_pidns
@@ -134,6 +137,22 @@ torture() {
 	[ "$2" = some ] && [ "$torn" -gt 0 ] && return 0
 	return 1
 }
+# The mapping: the kernel writes with the helper, user space reads the
+# mapped page with the uapi header's protocol (atomic) or with two 32-bit
+# loads (split, the negative control: it tears on 64-bit too).
+torture_map() {
+	"$TS_BIN/ts_torture_map" "$1" > "$TS_OUT/torture_map.out" 2>&1 &
+	reader=$!
+	insmod "$TS_TORTURE_KO" mode=2 ms=1000 || { kill "$reader"; return 1; }
+	wait "$reader" || return 1
+	rmmod taskstate_torture || return 1
+	set -- "$1" "$2" $(cat "$TS_OUT/torture_map.out")
+	echo "# mapped, $1 reads: $4 reads, $6 torn"
+	[ "$3" = reads ] && [ "$4" -gt 100000 ] || return 1
+	[ "$2" = 0 ] && [ "$6" -eq 0 ] && return 0
+	[ "$2" = some ] && [ "$6" -gt 0 ] && return 0
+	return 1
+}
 section_torture() {
 	check "no torn word through the store helper ($bits-bit)" torture 0 0
 	if [ "$bits" = 32 ]; then
@@ -142,6 +161,10 @@ section_torture() {
 	else
 		check "plain 64-bit stores do not tear on 64-bit" torture 1 0
 	fi
+	check "no torn word read through the mapping ($bits-bit)" \
+		torture_map atomic 0
+	check "two 32-bit loads of the mapped word do tear (negative control)" \
+		torture_map split some
 }
 
 # --- unload while readers are busy -----------------------------------------
@@ -153,6 +176,21 @@ section_busy() {
 	check "module still loaded and working" "$TS_BIN/taskstate" info
 	exec 3<&-
 	check "rmmod after close" rmmod taskstate
+
+	# A mapping whose fd is closed holds the module just the same.
+	insmod "$TS_KO"
+	"$TS_BIN/ts_maphold" > "$TS_OUT/maphold.out" &
+	hold=$!
+	for i in $(seq 1 100); do
+		grep -q mapped "$TS_OUT/maphold.out" 2>/dev/null && break
+		sleep 1
+	done
+	check "ts_maphold mapped and closed its fd" grep -q mapped "$TS_OUT/maphold.out"
+	check "rmmod refused while mapped (fd closed)" \
+		sh -c '! rmmod taskstate 2>/dev/null'
+	kill "$hold"
+	check "mapping readable until munmap" wait "$hold"
+	check "rmmod after munmap" rmmod taskstate
 
 	insmod "$TS_KO"
 	for i in 1 2; do

@@ -58,6 +58,7 @@
  * The layout is the ABI: the same on 32- and 64-bit (no padding holes,
  * no pointer-sized field), and fields never move.
  */
+_Static_assert(sizeof(struct taskstate_info) <= 128, "see buf[128] below");
 _Static_assert(sizeof(struct taskstate_info) >= TASKSTATE_INFO_SIZE_VER0,
 	       "info shorter than version 0");
 _Static_assert(offsetof(struct taskstate_info, nr_tracked) == 40 &&
@@ -96,7 +97,7 @@ static size_t page_size(void)
 	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* The five commands, with what a valid argument of each looks like. */
+/* The commands, in number order, with what a valid argument looks like. */
 struct ts_cmd {
 	const char *name;
 	unsigned long cmd;
@@ -115,6 +116,8 @@ static const struct ts_cmd ts_cmds[] = {
 	  TASKSTATE_SAMPLE_SIZE_VER0 },
 	{ "LIST", TASKSTATE_IOC_LIST, sizeof(struct taskstate_list),
 	  TASKSTATE_LIST_SIZE_VER0 },
+	{ "LOCATE", TASKSTATE_IOC_LOCATE, sizeof(struct taskstate_locate),
+	  TASKSTATE_LOCATE_SIZE_VER0 },
 };
 
 /*
@@ -157,6 +160,13 @@ static void fill_valid(const struct ts_cmd *c, void *buf, uint32_t size,
 		a->total = POISON32;
 		break;
 	}
+	case TASKSTATE_IOC_LOCATE: {
+		struct taskstate_locate *a = buf;
+
+		memset(a, 0, sizeof(*a));
+		a->found = POISON32;
+		break;
+	}
 	}
 	*(uint32_t *)buf = size;
 }
@@ -176,6 +186,8 @@ static bool written(const struct ts_cmd *c, const void *buf, uint32_t size)
 		return ((const struct taskstate_track *)buf)->nr_threads <= 1;
 	case TASKSTATE_IOC_SAMPLE:
 		return ((const struct taskstate_sample *)buf)->found == 0;
+	case TASKSTATE_IOC_LOCATE:
+		return ((const struct taskstate_locate *)buf)->found == 0;
 	case TASKSTATE_IOC_LIST: {
 		const struct taskstate_list *a = buf;
 
@@ -198,6 +210,8 @@ static bool untouched(const struct ts_cmd *c, const void *buf)
 		       POISON64;
 	case TASKSTATE_IOC_SAMPLE:
 		return ((const struct taskstate_sample *)buf)->found == POISON32;
+	case TASKSTATE_IOC_LOCATE:
+		return ((const struct taskstate_locate *)buf)->found == POISON32;
 	case TASKSTATE_IOC_LIST:
 		return ((const struct taskstate_list *)buf)->total == POISON32;
 	}
@@ -643,7 +657,7 @@ TEST_F(abi, larger_struct_tail_is_read_not_written)
 
 TEST_F(abi, size_below_ver0_is_einval)
 {
-	unsigned char buf[64];
+	unsigned char buf[128];	/* the largest argument struct fits */
 	size_t i, j;
 
 	for (i = 0; i < ARRAY_SIZE(ts_cmds); i++) {
@@ -668,7 +682,7 @@ TEST_F(abi, size_above_page_is_e2big)
 {
 	const uint32_t ps = page_size();
 	const uint32_t sizes[] = { ps + 1, 2 * ps, 0x80000000U, UINT32_MAX };
-	unsigned char buf[64];
+	unsigned char buf[128];	/* the largest argument struct fits */
 	size_t i, j;
 
 	for (i = 0; i < ARRAY_SIZE(ts_cmds); i++) {
@@ -744,7 +758,7 @@ TEST_F(abi, larger_size_with_nonzero_tail_is_e2big)
 
 TEST_F(abi, nonzero_flags_are_einval)
 {
-	unsigned char buf[64];
+	unsigned char buf[128];	/* the largest argument struct fits */
 	unsigned int bit;
 	size_t i;
 
@@ -810,8 +824,8 @@ TEST_F(abi, unknown_numbers_of_our_type_are_enotty)
 	unsigned int nr;
 
 	for (nr = 0; nr < 256; nr++) {
-		if (nr <= 4) {
-			/* the five real ones answer (TRACK of id 0: ESRCH) */
+		if (nr < ARRAY_SIZE(ts_cmds)) {
+			/* the real ones answer (TRACK of id 0: ESRCH) */
 			EXPECT_NE(-ENOTTY, ioc_with_info(self->fd,
 				  _IO(TASKSTATE_IOC_TYPE, nr))) TH_LOG("nr %u", nr);
 			continue;

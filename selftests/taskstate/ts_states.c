@@ -34,6 +34,8 @@ FIXTURE_SETUP(ts)
 	/* The harness runs each test in a child: track it and its children. */
 	ASSERT_EQ(0, ts_track(self->fd, getpid(), true, &nr));
 	ASSERT_LE(1, nr);
+	/* Every word read below is also checked through the mapping. */
+	ASSERT_EQ(0, ts_xcheck_map(self->fd));
 }
 
 FIXTURE_TEARDOWN(ts)

@@ -108,6 +108,12 @@ struct taskstate_info {
 	__u32 __pad;		/* out: 0 */
 	__u64 nr_tracked;	/* out: threads tracked now */
 	__u64 nr_untracked;	/* out: threads left untracked, table full */
+	/* Version 1 (TASKSTATE_INFO_SIZE_VER1): the mapping, see below. */
+	__u32 map_entry_size;	/* out: sizeof(struct taskstate_map_entry) */
+	__u32 map_layout;	/* out: TASKSTATE_MAP_LAYOUT */
+	__u32 map_entries;	/* out: entries in the mapping (max_threads) */
+	__u32 map_flags;	/* out: TASKSTATE_MAP_F_*: fields kept current */
+	__u64 map_size;		/* out: bytes mmap() accepts, page multiple */
 };
 
 /*
@@ -119,6 +125,7 @@ struct taskstate_info {
  */
 
 #define TASKSTATE_INFO_SIZE_VER0	56
+#define TASKSTATE_INFO_SIZE_VER1	80
 
 /*
  * TASKSTATE_IOC_TRACK and TASKSTATE_IOC_UNTRACK: id is a tid in the
@@ -178,6 +185,158 @@ struct taskstate_list {
 #define TASKSTATE_LIST_SIZE_VER0	32
 
 /*
+ * TASKSTATE_IOC_LOCATE: where the threads named by tid (in the caller's
+ * pid namespace) are in the mapping below.  For each found thread: its
+ * tgid, the index of its entry and the entry's generation at the time of
+ * the call (odd).  A tid that is unknown, gone or untracked gets tgid 0,
+ * index TASKSTATE_LOCATE_NONE and gen 0; it does not fail the call.
+ * Returns the number of threads found.  Any caller of the device may
+ * locate; only mapping is restricted (see the mapping's rules).
+ */
+#define TASKSTATE_LOCATE_NONE	0xffffffffU
+
+struct taskstate_location {
+	__u32 tid;		/* in */
+	__u32 tgid;		/* out: its process, 0 if not found */
+	__u32 index;		/* out: entry index, or TASKSTATE_LOCATE_NONE */
+	__u32 gen;		/* out: the entry's generation (odd), 0 if not */
+};
+
+struct taskstate_locate {
+	__u32 size;		/* in: sizeof(struct taskstate_locate) */
+	__u32 flags;		/* in: 0 */
+	__u32 count;		/* in: locations, at most TASKSTATE_BATCH_MAX */
+	__u32 found;		/* out: locations answered with an entry */
+	__u64 locations;	/* in: pointer to struct taskstate_location[] */
+};
+
+#define TASKSTATE_LOCATE_SIZE_VER0	24
+
+/*
+ * DOC: The mapping
+ *
+ * mmap() of /dev/taskstate gives every tracked thread's word without a
+ * system call: an array of map_entries entries of map_entry_size bytes
+ * (INFO), entry i at byte i * map_entry_size.  A reader checks INFO's
+ * map_layout == TASKSTATE_MAP_LAYOUT and map_entry_size ==
+ * sizeof(struct taskstate_map_entry), and refuses anything else: a module
+ * that moves a field or changes its meaning reports another layout.
+ * Optional fields are announced in map_flags, without a new layout.
+ * Nothing else is in the pages: the rest of the last page is zero.
+ *
+ * Rules (errno of mmap() in brackets):
+ *  - The device's own privilege: the fd is /dev/taskstate opened with
+ *    CAP_PERFMON or CAP_SYS_ADMIN.
+ *  - Only a caller in the initial pid namespace maps [EPERM]: the tids in
+ *    the entries are that namespace's.  Elsewhere use the ioctls.
+ *  - MAP_SHARED and read-only: PROT_WRITE or PROT_EXEC [EACCES], and
+ *    mprotect() to either later [EACCES]; MAP_PRIVATE [EINVAL].
+ *  - Offset and length within map_size, offset a page multiple [EINVAL].
+ *    mremap() cannot grow the mapping [EFAULT]; it may shrink or move it.
+ *  - A forked child does not inherit the mapping (VM_DONTCOPY): its
+ *    address range is unmapped there.  It may mmap the inherited fd.
+ *  - The mapping keeps the module and its memory: rmmod is refused while
+ *    any mapping exists, also after its fd was closed.
+ *
+ * An entry belongs to one thread at a time.  Its generation (gen) is even
+ * while the entry is free and odd while a thread owns it; the kernel bumps
+ * it when a thread is given the entry and again when the thread is no
+ * longer tracked (freed, or untracked), so a located (index, gen) stays
+ * valid exactly as long as gen reads the same.  Generations wrap after
+ * 2^31 reuses of one entry; a reader that sleeps through that many
+ * between two reads could be fooled.
+ *
+ * The read protocol for a located entry, correct on weakly ordered CPUs
+ * (arm64) and on 32-bit ones:
+ *
+ *	g1 = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
+ *	w  = __atomic_load_n(&e->word, __ATOMIC_RELAXED);  (8 bytes, tear-free)
+ *	__atomic_thread_fence(__ATOMIC_ACQUIRE);            (smp_rmb())
+ *	g2 = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
+ *	valid = g1 == gen && g2 == gen;
+ *
+ * Why it is enough.  The kernel, for one entry, in this order:
+ *   take:    word = 0 (at the last release, a grace period ago), tid = t,
+ *            smp_wmb(), gen = odd (then the slot is published to the
+ *            probes, which write word from now on);
+ *   release: gen = even, smp_wmb(), tid = 0; after an RCU grace period
+ *            (no probe writes the word any more) word = 0, and only then
+ *            may take run again.
+ * (1) g1 == gen, loaded with acquire, so the word load that follows sees
+ *     every store before that gen's take, in particular the reset to 0
+ *     that followed the previous owner's last write: w is never the
+ *     previous owner's word.  (2) If w was written after the release of
+ *     this gen (the reset, a later owner's word), that store follows the
+ *     release's gen store in the kernel (the grace period orders it), and
+ *     the fence before the second gen load makes g2 see that gen or a
+ *     later one: g2 != gen.  So with both equal, w is this owner's word,
+ *     0 (NONE: owned but not observed yet) or the last word it had before
+ *     it was released.  The same argument holds for tid and any other
+ *     field read between the two gen loads.
+ *
+ * The word is a 64-bit load that must not tear on 32-bit CPUs: the
+ * kernel stores it with one atomic 64-bit store (atomic64_set() there),
+ * and __atomic_load_n() of an aligned 8-byte value is one load (x86-32:
+ * an x87 fild/fistp or SSE movq, never a cmpxchg8b, which would write to
+ * the read-only page and fault; gcc 12, -march=i686, checked).  On 64-bit
+ * CPUs it is a plain load.
+ *
+ * Staleness: a word may be a moment old, as everywhere; a thread that
+ * exits is DEAD until freed, then its entry's gen changes.  A location
+ * names a thread, not a tid: once it reads DEAD, the tid may already name
+ * a new thread (pid reuse, before the dead one is freed); locate again to
+ * follow the tid.  A scan of
+ * every entry (no locate) may meet one tid twice for a moment (a tid
+ * reused while the old thread's entry, DEAD, is not yet released, or a
+ * thread that took its leader's tid in exec while the leader's entry is
+ * released): the entry that is not DEAD is the live thread.  exec by a
+ * non-leader thread changes that thread's tid to the process's pid
+ * (de_thread()); the module updates the entry's tid, same entry and gen.
+ */
+#define TASKSTATE_MAP_LAYOUT	1
+#define TASKSTATE_MAP_NR_TOTALS	5
+
+/* INFO's map_flags: which optional fields the module keeps current. */
+#define TASKSTATE_MAP_F_TOTALS	(1U << 0)	/* start_ns and state_ns[] */
+
+struct taskstate_map_entry {
+	__u64 word;		/* the packed word, as SAMPLE returns it */
+	__u32 tid;		/* initial pid namespace tid, 0 when free */
+	__u32 gen;		/* odd while owned; see the read protocol */
+	__u64 start_ns;		/* with _F_TOTALS: when tracking began */
+	/*
+	 * With _F_TOTALS: ns spent RUNNING, RUNNABLE, SLEEPING, BLOCKED,
+	 * and in any other state, up to since(word).  Zero without it.
+	 */
+	__u64 state_ns[TASKSTATE_MAP_NR_TOTALS];
+};
+
+#define TASKSTATE_MAP_ENTRY_SIZE	64
+
+#ifndef __KERNEL__
+/*
+ * One read of a located entry (index and gen from TASKSTATE_IOC_LOCATE)
+ * by the protocol above.  Returns 1 and sets *word while the entry is
+ * still that thread's, 0 once it is not (locate it again, or it is gone).
+ */
+static __inline__ int
+taskstate_map_read(const struct taskstate_map_entry *e, __u32 gen,
+		   __u64 *word)
+{
+	__u64 w;
+
+	if (__atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) != gen)
+		return 0;
+	w = __atomic_load_n(&e->word, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen)
+		return 0;
+	*word = w;
+	return 1;
+}
+#endif
+
+/*
  * The size travels in the struct, not in the command number, so the
  * commands stay the same when a struct grows.
  */
@@ -187,5 +346,6 @@ struct taskstate_list {
 #define TASKSTATE_IOC_UNTRACK	_IO(TASKSTATE_IOC_TYPE, 0x02)
 #define TASKSTATE_IOC_SAMPLE	_IO(TASKSTATE_IOC_TYPE, 0x03)
 #define TASKSTATE_IOC_LIST	_IO(TASKSTATE_IOC_TYPE, 0x04)
+#define TASKSTATE_IOC_LOCATE	_IO(TASKSTATE_IOC_TYPE, 0x05)
 
 #endif /* _UAPI_LINUX_TASKSTATE_H */

@@ -11,20 +11,33 @@
  * 32-bit they are two 32-bit accesses and the test sees them tear, which
  * shows it can.
  *
+ * mode=2 tortures the user-space side of the mapping instead: the word
+ * is the first entry (struct taskstate_map_entry, gen 1) of a page that
+ * /dev/taskstate_torture maps read-only, written with ts_word_store();
+ * no kernel reader runs.  Loading waits (up to 30 s) for a process to
+ * map the page, writes for ms, then sets the entry's gen to 2 so the
+ * reader (selftests' ts_torture_map) knows the run is over; the mapping
+ * holds the module until it is unmapped.
+ *
  * The run happens at load; results are in the read-only parameters.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/delay.h>
+#include <linux/fs.h>
 #include <linux/kthread.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include "compat.h"
 #include "word.h"
 
 static int mode;
 module_param(mode, int, 0444);
-MODULE_PARM_DESC(mode, "0: the module's word helpers, 1: plain 64-bit accesses (negative control)");
+MODULE_PARM_DESC(mode, "0: the module's word helpers, 1: plain 64-bit accesses (negative control), 2: helpers, read from user space through a mapping");
 
 static unsigned int ms = 1000;
 module_param(ms, uint, 0444);
@@ -42,8 +55,68 @@ static struct ts_word word;
 static bool stop;
 static atomic_long_t nr_reads, nr_torn;
 
+/* mode=2: the mapped entry, and whether a process has mapped it. */
+static struct taskstate_map_entry *mapped;
+static atomic_t nr_mapped;
+
+static int torture_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	int ret;
+
+	if (!mapped || (vma->vm_flags & (VM_WRITE | VM_EXEC)))
+		return -EACCES;
+	ts_vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
+	ret = remap_vmalloc_range(vma, mapped, vma->vm_pgoff);
+	if (!ret)
+		atomic_inc(&nr_mapped);
+	return ret;
+}
+
+static const struct file_operations torture_fops = {
+	.owner = THIS_MODULE,
+	.mmap = torture_mmap,
+};
+
+static struct miscdevice torture_dev = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "taskstate_torture",
+	.fops = &torture_fops,
+	.mode = 0444,
+};
+
+/* mode=2: the device, and a reader that mapped it; 0 or -errno. */
+static int torture_map_setup(void)
+{
+	unsigned int i;
+	int ret;
+
+	mapped = vmalloc_user(PAGE_SIZE);
+	if (!mapped)
+		return -ENOMEM;
+	/* A consistent pair (0 and 0 is not) before anyone can map it. */
+	ts_word_store((struct ts_word *)&mapped->word, (u64)~0U << 32);
+	mapped->gen = 1;
+	ret = misc_register(&torture_dev);
+	if (ret) {
+		vfree(mapped);
+		mapped = NULL;
+		return ret;
+	}
+	for (i = 0; i < 1500 && !atomic_read(&nr_mapped); i++)
+		msleep(20);
+	if (!atomic_read(&nr_mapped)) {
+		pr_err("mode=2: nobody mapped /dev/taskstate_torture\n");
+		misc_deregister(&torture_dev);
+		vfree(mapped);
+		mapped = NULL;
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
 static int writer_fn(void *unused)
 {
+	struct ts_word *w = mapped ? (struct ts_word *)&mapped->word : &word;
 	u32 i = 0;
 
 	while (!READ_ONCE(stop)) {
@@ -51,10 +124,10 @@ static int writer_fn(void *unused)
 
 		i++;
 		v = ((u64)~i << 32) | i;
-		if (mode)
+		if (mode == 1)
 			WRITE_ONCE(word.v.counter, v);
 		else
-			ts_word_store(&word, v);
+			ts_word_store(w, v);
 		if (!(i & 0xffff))
 			cond_resched();
 	}
@@ -95,11 +168,20 @@ static int __init torture_init(void)
 	tasks = kcalloc(nr_cpu_ids, sizeof(*tasks), GFP_KERNEL);
 	if (!tasks)
 		return -ENOMEM;
+	if (mode == 2) {
+		ret = torture_map_setup();
+		if (ret) {
+			kfree(tasks);
+			return ret;
+		}
+	}
 	/* 0 and 0 would be a consistent pair; start from one. */
 	ts_word_store(&word, ((u64)~0U << 32) | 0);
 	for_each_online_cpu(cpu) {
 		struct task_struct *t;
 
+		if (cpu && mode == 2)
+			continue;	/* the reader is in user space */
 		t = kthread_create(cpu ? reader_fn : writer_fn, NULL,
 				   "ts_torture/%u", cpu);
 		if (IS_ERR(t)) {
@@ -112,7 +194,8 @@ static int __init torture_init(void)
 	}
 	if (!ret) {
 		for_each_online_cpu(cpu)
-			wake_up_process(tasks[cpu]);
+			if (tasks[cpu])
+				wake_up_process(tasks[cpu]);
 		msleep(ms);
 	}
 	WRITE_ONCE(stop, true);
@@ -123,6 +206,16 @@ static int __init torture_init(void)
 		put_task_struct(tasks[cpu]);
 	}
 	kfree(tasks);
+	if (mapped) {
+		/* the reader's signal to stop: the entry changed hands */
+		smp_wmb();
+		WRITE_ONCE(mapped->gen, 2);
+		/*
+		 * A failed load would free the module under the mapping:
+		 * stay loaded; the reader sees too few reads and fails.
+		 */
+		ret = 0;
+	}
 	reads = atomic_long_read(&nr_reads);
 	torn = atomic_long_read(&nr_torn);
 	pr_info("mode=%d: %lu writes, %lu reads, %lu torn\n", mode, writes,
@@ -130,8 +223,13 @@ static int __init torture_init(void)
 	return ret;
 }
 
+/* A mapping holds the module (fops owner), so none is left here. */
 static void __exit torture_exit(void)
 {
+	if (mapped) {
+		misc_deregister(&torture_dev);
+		vfree(mapped);
+	}
 }
 
 module_init(torture_init);

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Zero-syscall readers: the public entries (ts_pub[], struct
+ * taskstate_map_entry) mapped read-only into a reader, and
+ * TASKSTATE_IOC_LOCATE, which says where a thread's entry is.  The read
+ * protocol and the rules are in the uapi header (DOC: The mapping).
+ *
+ * The pages are ts_pub's own, from vmalloc_user() (zeroed, page-backed),
+ * inserted with remap_vmalloc_range(), which marks the VMA VM_DONTEXPAND
+ * (mremap() cannot grow it) and VM_DONTDUMP.  The mapping holds the file
+ * (vma->vm_file), and the file holds the module (fops->owner, taken at
+ * open and put at the last fput()): rmmod is refused until the last
+ * mapping is gone, and ts_pub is only freed at module exit.  No
+ * vm_operations are needed for that.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/pid_namespace.h>
+#include <linux/sched/signal.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+#include "compat.h"
+#include "readers.h"
+#include "table.h"
+
+/* Entries handled per copy in and out; 512 bytes of stack. */
+#define TS_LOCATE_CHUNK	32
+
+static_assert(TS_WRITE_SCHEME == 2 ||
+	      sizeof(struct ts_pub) == TASKSTATE_MAP_ENTRY_SIZE);
+static_assert(sizeof(struct taskstate_map_entry) == TASKSTATE_MAP_ENTRY_SIZE);
+static_assert(TS_WRITE_SCHEME == 2 ||
+	      (offsetof(struct ts_pub, word) ==
+	       offsetof(struct taskstate_map_entry, word) &&
+	       offsetof(struct ts_pub, tid) ==
+	       offsetof(struct taskstate_map_entry, tid) &&
+	       offsetof(struct ts_pub, gen) ==
+	       offsetof(struct taskstate_map_entry, gen) &&
+	       offsetof(struct ts_pub, start_ns) ==
+	       offsetof(struct taskstate_map_entry, start_ns) &&
+	       offsetof(struct ts_pub, state_ns) ==
+	       offsetof(struct taskstate_map_entry, state_ns)));
+static_assert(sizeof(struct taskstate_locate) == TASKSTATE_LOCATE_SIZE_VER0);
+static_assert(sizeof(struct taskstate_location) == 16);
+
+/* Bytes of the mapping: the entries, up to a page boundary. */
+static unsigned long ts_map_size(void)
+{
+	return PAGE_ALIGN((unsigned long)ts_nr_slots * sizeof(struct ts_pub));
+}
+
+/* INFO's map_* fields. */
+void ts_map_info(struct taskstate_info *info)
+{
+	info->map_entry_size = sizeof(struct ts_pub);
+	info->map_layout = TASKSTATE_MAP_LAYOUT;
+	info->map_entries = ts_nr_slots;
+	info->map_flags = 0;
+	info->map_size = ts_map_size();
+}
+
+/*
+ * mmap() of /dev/taskstate.  Errnos, as the uapi header documents them:
+ * EPERM outside the initial pid namespace (the entries hold its tids),
+ * EINVAL for MAP_PRIVATE or a range past the end, EACCES for PROT_WRITE
+ * or PROT_EXEC.  do_mmap() clears VM_SHARED (not VM_MAYSHARE) for a
+ * shared mapping of a read-only file, and itself refuses PROT_WRITE on
+ * one with EACCES; a root caller may have opened the device for writing,
+ * hence the check here too.
+ */
+int ts_dev_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	unsigned long pages = ts_map_size() >> PAGE_SHIFT;
+
+	/* The seqcount word of a benchmark build is not the ABI's. */
+	if (TS_WRITE_SCHEME == 2)
+		return -ENODEV;
+	if (task_active_pid_ns(current) != &init_pid_ns)
+		return -EPERM;
+	if (!(vma->vm_flags & VM_MAYSHARE))
+		return -EINVAL;
+	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
+		return -EACCES;
+	if (vma->vm_pgoff >= pages || vma_pages(vma) > pages - vma->vm_pgoff)
+		return -EINVAL;
+	/*
+	 * Never writable or executable later (mprotect() fails with
+	 * EACCES), not inherited by fork().  MADV_DOFORK can undo
+	 * VM_DONTCOPY; a child then shares the pages and the file, which
+	 * is safe, and is the caller's choice.
+	 */
+	ts_vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
+	ts_vm_flags_set(vma, VM_DONTCOPY);
+	return remap_vmalloc_range(vma, ts_pub, vma->vm_pgoff);
+}
+
+/*
+ * Where the thread @l->tid names in @ns is.  Under rcu_read_lock(): a slot
+ * found for the task is not reused before the section ends, so the gen
+ * read here is either its owner's (odd), or, if it was released just now,
+ * the next even one: then the thread counts as not found.  The odd gen
+ * was stored before the slot was published (ts_pub_take()), and the slot
+ * was reached through the RCU hash: it is at least that gen.
+ */
+static bool ts_locate_one(struct taskstate_location *l,
+			  struct pid_namespace *ns)
+{
+	struct task_struct *t;
+	struct ts_slot *s;
+	u32 gen, tgid;
+
+	l->tgid = 0;
+	l->index = TASKSTATE_LOCATE_NONE;
+	l->gen = 0;
+	if (!l->tid || l->tid > PID_MAX_LIMIT)
+		return false;
+	t = pid_task(find_pid_ns(l->tid, ns), PIDTYPE_PID);
+	if (!t)
+		return false;
+	s = ts_lookup(t);
+	if (!s)
+		return false;
+	gen = READ_ONCE(ts_slot_pub(s)->gen);
+	/* 0 while the last thread of a group is being released: see SAMPLE */
+	tgid = task_tgid_nr_ns(t, ns);
+	if (!(gen & 1) || !tgid)
+		return false;
+	l->tgid = tgid;
+	l->index = s - ts_slots;
+	l->gen = gen;
+	return true;
+}
+
+long ts_ioctl_locate(void __user *uarg)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	struct taskstate_location buf[TS_LOCATE_CHUNK];
+	struct taskstate_location __user *ul;
+	struct taskstate_locate args;
+	u32 i, n, done;
+	long usize;
+
+	usize = ts_get_args(&args, sizeof(args), TASKSTATE_LOCATE_SIZE_VER0,
+			    uarg);
+	if (usize < 0)
+		return usize;
+	if (args.flags)
+		return -EINVAL;
+	args.found = 0;
+	if (args.count > TASKSTATE_BATCH_MAX)
+		return -E2BIG;
+	if (args.count && !ts_user_ptr_fits(args.locations))
+		return -EFAULT;
+	ul = u64_to_user_ptr(args.locations);
+	for (done = 0; done < args.count; done += n) {
+		/* Up to 2048 chunks: let others run between them (as SAMPLE). */
+		cond_resched();
+		n = min_t(u32, args.count - done, TS_LOCATE_CHUNK);
+		if (copy_from_user(buf, ul + done, n * sizeof(*buf)))
+			return -EFAULT;
+		rcu_read_lock();
+		for (i = 0; i < n; i++)
+			args.found += ts_locate_one(&buf[i], ns);
+		rcu_read_unlock();
+		if (copy_to_user(ul + done, buf, n * sizeof(*buf)))
+			return -EFAULT;
+	}
+	if (ts_put_args(uarg, &args, sizeof(args), usize))
+		return -EFAULT;
+	return args.found;
+}

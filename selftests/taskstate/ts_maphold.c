@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ts_maphold: map /dev/taskstate, close the fd, print "mapped" and hold
+ * the mapping until SIGTERM; then read through it once more, unmap and
+ * exit 0.  run_vm.sh uses it to show that a mapping alone keeps the
+ * module loaded (rmmod refused) and stays readable meanwhile.
+ */
+#include <signal.h>
+#include <string.h>
+#include "common.h"
+
+static volatile sig_atomic_t done;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	done = 1;
+}
+
+int main(void)
+{
+	struct taskstate_location l = { .tid = (uint32_t)ts_gettid() };
+	struct sigaction sa = { .sa_handler = on_term };
+	struct ts_map m;
+	sigset_t block, old;
+	uint64_t w;
+	int fd = ts_open(), ret;
+
+	if (fd < 0) {
+		fprintf(stderr, "ts_maphold: open: %s\n", strerror(-fd));
+		return 1;
+	}
+	ret = ts_map_open(fd, &m);
+	if (ret || ts_locate(fd, &l, 1) != 1) {
+		fprintf(stderr, "ts_maphold: map or locate: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	ts_close(fd);
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	sigaction(SIGTERM, &sa, NULL);
+	printf("mapped\n");
+	fflush(stdout);
+	while (!done)
+		sigsuspend(&old);
+	if (!ts_map_read(&m, &l, &w) ||
+	    taskstate_state(w) != TASKSTATE_RUNNING) {
+		fprintf(stderr, "ts_maphold: own entry unreadable\n");
+		return 1;
+	}
+	ts_map_close(&m);
+	return 0;
+}
