@@ -80,7 +80,8 @@ done
 stage() {	# directory
 	mkdir -p "$1"
 	(cd "$top" && cp Kbuild Makefile dkms.conf "$1/" &&
-	 find module include -type f -name '*.[ch]' -exec cp --parents {} "$1/" \;)
+	 find module include -type f \( -name '*.[ch]' -o -name '*.kbuild' \) \
+	      -exec cp --parents {} "$1/" \;)
 }
 
 echo "# $name $ver on ${kvers[*]}"

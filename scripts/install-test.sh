@@ -39,7 +39,7 @@ stage() {	# directory
 	mkdir -p "$1"
 	(cd "$top" && cp Makefile Kbuild "$1/" &&
 	 find module include tools -name build -prune -o -type f \
-	      \( -name '*.[ch]' -o -name Makefile \) \
+	      \( -name '*.[ch]' -o -name Makefile -o -name '*.kbuild' \) \
 	      -exec cp --parents -t "$1/" {} +)
 }
 
