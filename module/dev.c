@@ -180,8 +180,9 @@ static long ts_ioctl_track(void __user *uarg, bool track)
  * resolved once per call: find_vpid() and task_tgid_vnr() would look it
  * up again for every tid.
  */
-static bool ts_sample_one(struct taskstate_entry *e, struct pid_namespace *ns)
+static bool ts_sample_one(void *rec, struct pid_namespace *ns)
 {
+	struct taskstate_entry *e = rec;
 	struct task_struct *t;
 	struct ts_slot *s;
 
@@ -209,12 +210,8 @@ static bool ts_sample_one(struct taskstate_entry *e, struct pid_namespace *ns)
 
 static long ts_ioctl_sample(void __user *uarg)
 {
-	struct pid_namespace *ns = task_active_pid_ns(current);
-	struct taskstate_entry buf[TS_CHUNK];
-	struct taskstate_entry __user *ue;
 	struct taskstate_sample args;
-	u32 i, n, done;
-	long usize;
+	long usize, found;
 
 	usize = ts_get_args(&args, sizeof(args), TASKSTATE_SAMPLE_SIZE_VER0,
 			    uarg);
@@ -222,25 +219,13 @@ static long ts_ioctl_sample(void __user *uarg)
 		return usize;
 	if (args.flags)
 		return -EINVAL;
-	args.found = 0;
 	if (args.count > TASKSTATE_BATCH_MAX)
 		return -E2BIG;
-	if (args.count && !ts_user_ptr_fits(args.entries))
-		return -EFAULT;
-	ue = u64_to_user_ptr(args.entries);
-	for (done = 0; done < args.count; done += n) {
-		/* Up to 2048 chunks: let others run between them. */
-		cond_resched();
-		n = min_t(u32, args.count - done, TS_CHUNK);
-		if (copy_from_user(buf, ue + done, n * sizeof(*buf)))
-			return -EFAULT;
-		rcu_read_lock();
-		for (i = 0; i < n; i++)
-			args.found += ts_sample_one(&buf[i], ns);
-		rcu_read_unlock();
-		if (copy_to_user(ue + done, buf, n * sizeof(*buf)))
-			return -EFAULT;
-	}
+	found = ts_batch(args.entries, args.count,
+			 sizeof(struct taskstate_entry), ts_sample_one);
+	if (found < 0)
+		return found;
+	args.found = found;
 	if (ts_put_args(uarg, &args, sizeof(args), usize))
 		return -EFAULT;
 	return args.found;

@@ -25,9 +25,6 @@
 #include "readers.h"
 #include "table.h"
 
-/* Entries handled per copy in and out; 512 bytes of stack. */
-#define TS_LOCATE_CHUNK	32
-
 static_assert(TS_WRITE_SCHEME == 2 ||
 	      sizeof(struct ts_pub) == TASKSTATE_MAP_ENTRY_SIZE);
 static_assert(sizeof(struct taskstate_map_entry) == TASKSTATE_MAP_ENTRY_SIZE);
@@ -104,9 +101,9 @@ int ts_dev_mmap(struct file *file, struct vm_area_struct *vma)
  * was stored before the slot was published (ts_pub_take()), and the slot
  * was reached through the RCU hash: it is at least that gen.
  */
-static bool ts_locate_one(struct taskstate_location *l,
-			  struct pid_namespace *ns)
+static bool ts_locate_one(void *rec, struct pid_namespace *ns)
 {
+	struct taskstate_location *l = rec;
 	struct task_struct *t;
 	struct ts_slot *s;
 	u32 gen, tgid;
@@ -135,12 +132,8 @@ static bool ts_locate_one(struct taskstate_location *l,
 
 long ts_ioctl_locate(void __user *uarg)
 {
-	struct pid_namespace *ns = task_active_pid_ns(current);
-	struct taskstate_location buf[TS_LOCATE_CHUNK];
-	struct taskstate_location __user *ul;
 	struct taskstate_locate args;
-	u32 i, n, done;
-	long usize;
+	long usize, found;
 
 	usize = ts_get_args(&args, sizeof(args), TASKSTATE_LOCATE_SIZE_VER0,
 			    uarg);
@@ -148,25 +141,13 @@ long ts_ioctl_locate(void __user *uarg)
 		return usize;
 	if (args.flags)
 		return -EINVAL;
-	args.found = 0;
 	if (args.count > TASKSTATE_BATCH_MAX)
 		return -E2BIG;
-	if (args.count && !ts_user_ptr_fits(args.locations))
-		return -EFAULT;
-	ul = u64_to_user_ptr(args.locations);
-	for (done = 0; done < args.count; done += n) {
-		/* Up to 2048 chunks: let others run between them (as SAMPLE). */
-		cond_resched();
-		n = min_t(u32, args.count - done, TS_LOCATE_CHUNK);
-		if (copy_from_user(buf, ul + done, n * sizeof(*buf)))
-			return -EFAULT;
-		rcu_read_lock();
-		for (i = 0; i < n; i++)
-			args.found += ts_locate_one(&buf[i], ns);
-		rcu_read_unlock();
-		if (copy_to_user(ul + done, buf, n * sizeof(*buf)))
-			return -EFAULT;
-	}
+	found = ts_batch(args.locations, args.count,
+			 sizeof(struct taskstate_location), ts_locate_one);
+	if (found < 0)
+		return found;
+	args.found = found;
 	if (ts_put_args(uarg, &args, sizeof(args), usize))
 		return -EFAULT;
 	return args.found;
