@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "libtaskstate.h"
@@ -129,6 +130,25 @@ static inline uint64_t ts_wait_state(int fd, pid_t tid, unsigned int state,
 		ts_sleep_ms(1);
 	} while (ts_now_ns() < end);
 	return 0;
+}
+
+/* Run fn(arg) in a child; its exit status, or 128 + the killing signal. */
+static inline int run_child(int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return 126;
+	if (!pid)
+		_exit(fn(arg));
+	if (waitpid(pid, &status, 0) != pid)
+		return 127;
+	return WIFEXITED(status) ? WEXITSTATUS(status) :
+				   128 + WTERMSIG(status);
 }
 
 /* Pin the calling thread to one CPU. */

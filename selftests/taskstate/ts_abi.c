@@ -420,25 +420,6 @@ static bool wait_proc_state(pid_t tid, char st)
 	}								\
 } while (0)
 
-/* Run fn(arg) in a child; its exit status, or 128 + the killing signal. */
-static int run_child(int (*fn)(void *), void *arg)
-{
-	int status;
-	pid_t pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		return 126;
-	if (!pid)
-		_exit(fn(arg));
-	if (waitpid(pid, &status, 0) != pid)
-		return 127;
-	return WIFEXITED(status) ? WEXITSTATUS(status) :
-				   128 + WTERMSIG(status);
-}
-
 /* In a TEST: fn(arg) in a child must pass; SKIP with @why if it cannot run. */
 #define ASSERT_CHILD_PASSES(fn, arg, why) do {				\
 	int __ret = run_child(fn, arg);					\

@@ -48,25 +48,6 @@ _Static_assert(offsetof(struct taskstate_locate, locations) == 16 &&
 	}								\
 } while (0)
 
-/* Run fn(arg) in a child; its exit status, or 128 + the killing signal. */
-static int run_child(int (*fn)(void *), void *arg)
-{
-	int status;
-	pid_t pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		return 126;
-	if (!pid)
-		_exit(fn(arg));
-	if (waitpid(pid, &status, 0) != pid)
-		return 127;
-	return WIFEXITED(status) ? WEXITSTATUS(status) :
-				   128 + WTERMSIG(status);
-}
-
 static size_t page_size(void)
 {
 	return (size_t)sysconf(_SC_PAGESIZE);
