@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * readers: what it costs a program to learn other threads' states, through
- * /dev/taskstate (libtaskstate's ts_sample()) against /proc/.../stat, with
+ * /dev/taskstate (libtaskstate's taskstate_sample()) against /proc/.../stat, with
  * getppid() as the null-syscall baseline.  Run as root with the module
  * loaded with track_all=1 (scripts/bench.sh does, in the guest).
  *
@@ -17,15 +17,15 @@
  *                    syscall, fd lookup, LSM hook and dispatch only
  *   sample0          TASKSTATE_IOC_SAMPLE with count 0: plus the argument
  *                    struct's copy in and out
- *   sample n=1       ts_sample() of 1 tid: one TASKSTATE_IOC_SAMPLE
+ *   sample n=1       taskstate_sample() of 1 tid: one TASKSTATE_IOC_SAMPLE
  *   sample n=16|256|4096   one ioctl for that many tids
  *   proc orc         open + read + close of /proc/<pid>/task/<tid>/stat
  *   proc pread       pread() of a /proc/<pid>/task/<tid>/stat fd held open
- *   mapped           ts_map_read() of one thread located beforehand
+ *   mapped           taskstate_mapping_read() of one thread located beforehand
  *                    (TASKSTATE_IOC_LOCATE): the read protocol on the
  *                    mapping, no system call
  *   map_scan         every entry of the mapping read by the protocol
- *                    (ts_map_entry()), as a full-table reader does; n is
+ *                    (taskstate_mapping_entry()), as a full-table reader does; n is
  *                    the number of owned entries seen
  *   list             one TASKSTATE_IOC_LIST of every tracked thread into
  *                    a buffer allocated once; n is the number listed
@@ -97,7 +97,7 @@ static struct test tests[] = {
 #define NTESTS (sizeof(tests) / sizeof(tests[0]))
 
 static int dev = -1, stat_fd = -1;
-static struct ts_map map;
+static struct taskstate_mapping map;
 static struct taskstate_location loc;
 static struct taskstate_entry *list_buf;
 static uint32_t list_cap;
@@ -190,9 +190,9 @@ static void run(struct test *t, unsigned long iters)
 		break;
 	case K_SAMPLE:
 		for (i = 0; i < iters; i++) {
-			r = ts_sample(dev, entries, t->n);
+			r = taskstate_sample(dev, entries, t->n);
 			if (r < 0) {
-				fprintf(stderr, "readers: ts_sample: %s\n",
+				fprintf(stderr, "readers: taskstate_sample: %s\n",
 					strerror(-r));
 				exit(1);
 			}
@@ -220,7 +220,7 @@ static void run(struct test *t, unsigned long iters)
 		for (i = 0; i < iters; i++) {
 			uint64_t w;
 
-			if (!ts_map_read(&map, &loc, &w)) {
+			if (!taskstate_mapping_read(&map, &loc, &w)) {
 				fprintf(stderr, "readers: mapped entry %u "
 					"changed hands\n", loc.index);
 				exit(1);
@@ -235,7 +235,7 @@ static void run(struct test *t, unsigned long iters)
 			uint64_t w;
 
 			for (e = 0; e < map.nr; e++)
-				owned += ts_map_entry(&map, e, &tid, &w, &gen);
+				owned += taskstate_mapping_entry(&map, e, &tid, &w, &gen);
 			t->found = owned;
 		}
 		t->n = t->found;
@@ -344,7 +344,7 @@ int main(int argc, char **argv)
 	if (rounds < 1 || rounds > MAX_ROUNDS || round_ms <= 0 || nthreads < 1)
 		usage(argv[0]);
 
-	dev = ts_open();
+	dev = taskstate_open();
 	if (dev < 0 && no_dev) {
 		for (k = 0; k < NTESTS; k++)
 			tests[k].skip = tests[k].kind == K_SAMPLE ||
@@ -354,7 +354,7 @@ int main(int argc, char **argv)
 					tests[k].kind == K_MAP_SCAN ||
 					tests[k].kind == K_LIST;
 	} else if (dev < 0) {
-		fprintf(stderr, "readers: %s: %s\n", ts_dev_path(),
+		fprintf(stderr, "readers: %s: %s\n", taskstate_dev_path(),
 			strerror(-dev));
 		return 1;
 	}
@@ -393,10 +393,10 @@ int main(int argc, char **argv)
 			tests[k].n = nthreads;
 	if (dev >= 0) {
 		struct taskstate_info info;
-		int ret = ts_map_open(dev, &map);
+		int ret = taskstate_mapping_open(dev, &map);
 
 		loc.tid = tids[0];
-		if (ret || ts_locate(dev, &loc, 1) != 1 || ts_info(dev, &info)) {
+		if (ret || taskstate_locate(dev, &loc, 1) != 1 || taskstate_info(dev, &info)) {
 			fprintf(stderr, "readers: map or locate: %s\n",
 				strerror(-ret));
 			return 1;

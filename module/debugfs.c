@@ -50,6 +50,12 @@ static void ts_seq_stop(struct seq_file *m, void *v)
 {
 }
 
+/* Indexed by a word's 3-bit state: every value has a name. */
+static const char *const ts_state_names[TASKSTATE_NR_STATES] = {
+	"NONE", "RUNNING", "RUNNABLE", "SLEEPING",
+	"BLOCKED", "STOPPED", "TRACED", "DEAD",
+};
+
 static int ts_seq_show(struct seq_file *m, void *v)
 {
 	struct ts_view view;
@@ -63,7 +69,7 @@ static int ts_seq_show(struct seq_file *m, void *v)
 			  &view))
 		return 0;
 	seq_printf(m, "%7d %7d %-8s %20llu %20llu %s\n", view.tid, view.tgid,
-		   taskstate_state_name(taskstate_state(view.word)),
+		   ts_state_names[taskstate_state(view.word)],
 		   taskstate_since_ns(view.word),
 		   taskstate_age_ns(view.word, ktime_get_boot_fast_ns()),
 		   view.comm);

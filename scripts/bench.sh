@@ -24,7 +24,7 @@
 #         2. the pinned pipe under the write schemes a (seqcount pair),
 #            b (xchg), c (plain store, the product: A's runs)
 #            1 and 2 interleaved in rounds: N E T A B a b, N E T A B a b...
-#         4. bench/readers: ts_sample() against /proc stat and getppid(),
+#         4. bench/readers: taskstate_sample() against /proc stat and getppid(),
 #            a located read through the mapping, and a scan of every
 #            thread through the mapping against LIST
 #  host   bench/analyze.py: medians, spread, ratios, targets -> REPORT.md,

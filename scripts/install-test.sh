@@ -53,7 +53,7 @@ int main(void)
 {
 	__u64 w = taskstate_pack(TASKSTATE_BLOCKED, 42);
 
-	return strcmp(ts_state_name(taskstate_state(w)), "BLOCKED") != 0;
+	return strcmp(taskstate_state_name(taskstate_state(w)), "BLOCKED") != 0;
 }
 EOF
 

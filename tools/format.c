@@ -92,7 +92,7 @@ int format_row(char *buf, size_t len, const struct ts_row *r,
 	return snprintf(buf, len, "%*" PRIu32 " %*" PRIu32 " %-*s %*" PRIu64
 			" %*" PRIu64 " %s",
 			w->tid, r->tid, w->tgid, r->tgid,
-			STATE_WIDTH, ts_state_name(r->d.state),
+			STATE_WIDTH, taskstate_state_name(r->d.state),
 			w->since, r->d.since_ns, w->age, r->d.age_ns,
 			r->has_comm ? comm : "-");
 }
@@ -163,7 +163,7 @@ void print_json(FILE *f, const struct ts_row *rows, size_t n)
 			", \"state\": \"%s\", \"since_ns\": %" PRIu64
 			", \"age_ns\": %" PRIu64 ", \"comm\": ",
 			i ? "," : "", r->tid, r->tgid,
-			ts_state_name(r->d.state), r->d.since_ns, r->d.age_ns);
+			taskstate_state_name(r->d.state), r->d.since_ns, r->d.age_ns);
 		if (r->has_comm)
 			json_put_string(f, r->comm);
 		else

@@ -20,7 +20,7 @@
 struct ts_row {
 	uint32_t tid;
 	uint32_t tgid;
-	struct ts_decoded d;
+	struct taskstate_decoded d;
 	bool stuck;		/* watch: too long in a waiting state */
 	bool has_comm;		/* false: comm unreadable, thread gone */
 	char comm[TS_COMM_MAX];

@@ -34,31 +34,31 @@ _Static_assert(sizeof(struct taskstate_location) == 16,
 _Static_assert(sizeof(struct taskstate_map_entry) == TASKSTATE_MAP_ENTRY_SIZE,
 	       "taskstate_map_entry size");
 
-/* ts_list(): first buffer, and how many times it may grow. */
+/* taskstate_list(): first buffer, and how many times it may grow. */
 #define LIST_FIRST_COUNT	256
 #define LIST_TRIES		4
 
-const char *ts_dev_path(void)
+const char *taskstate_dev_path(void)
 {
 	const char *path = getenv("TASKSTATE_DEV");
 
-	return path && *path ? path : TS_DEV_PATH;
+	return path && *path ? path : TASKSTATE_DEV_PATH;
 }
 
-int ts_open(void)
+int taskstate_open(void)
 {
-	int fd = open(ts_dev_path(), O_RDONLY | O_CLOEXEC);
+	int fd = open(taskstate_dev_path(), O_RDONLY | O_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
 }
 
-void ts_close(int fd)
+void taskstate_close(int fd)
 {
 	if (fd >= 0)
 		close(fd);
 }
 
-int ts_info(int fd, struct taskstate_info *info)
+int taskstate_info(int fd, struct taskstate_info *info)
 {
 	memset(info, 0, sizeof(*info));
 	info->size = sizeof(*info);
@@ -81,17 +81,17 @@ static int track_ioctl(int fd, unsigned long cmd, unsigned int id,
 	return 0;
 }
 
-int ts_track(int fd, unsigned int id, bool process, uint64_t *nr_threads)
+int taskstate_track(int fd, unsigned int id, bool process, uint64_t *nr_threads)
 {
 	return track_ioctl(fd, TASKSTATE_IOC_TRACK, id, process, nr_threads);
 }
 
-int ts_untrack(int fd, unsigned int id, bool process, uint64_t *nr_threads)
+int taskstate_untrack(int fd, unsigned int id, bool process, uint64_t *nr_threads)
 {
 	return track_ioctl(fd, TASKSTATE_IOC_UNTRACK, id, process, nr_threads);
 }
 
-int ts_sample(int fd, struct taskstate_entry *e, uint32_t n)
+int taskstate_sample(int fd, struct taskstate_entry *e, uint32_t n)
 {
 	uint32_t done, chunk;
 	int ret, found = 0;
@@ -116,7 +116,7 @@ int ts_sample(int fd, struct taskstate_entry *e, uint32_t n)
 	return found;
 }
 
-int ts_list(int fd, unsigned int pid, struct taskstate_entry **out,
+int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
 	    uint32_t *n)
 {
 	struct taskstate_entry *buf = NULL, *tmp;
@@ -156,14 +156,14 @@ int ts_list(int fd, unsigned int pid, struct taskstate_entry **out,
 	}
 }
 
-int ts_map_open(int fd, struct ts_map *m)
+int taskstate_mapping_open(int fd, struct taskstate_mapping *m)
 {
 	struct taskstate_info info;
 	void *p;
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	ret = ts_info(fd, &info);
+	ret = taskstate_info(fd, &info);
 	if (ret)
 		return ret;
 	/* A module older than the mapping leaves these 0. */
@@ -183,14 +183,14 @@ int ts_map_open(int fd, struct ts_map *m)
 	return 0;
 }
 
-void ts_map_close(struct ts_map *m)
+void taskstate_mapping_close(struct taskstate_mapping *m)
 {
 	if (m->entries)
 		munmap((void *)m->entries, m->size);
 	memset(m, 0, sizeof(*m));
 }
 
-int ts_locate(int fd, struct taskstate_location *l, uint32_t n)
+int taskstate_locate(int fd, struct taskstate_location *l, uint32_t n)
 {
 	uint32_t done, chunk;
 	int ret, found = 0;
@@ -215,7 +215,7 @@ int ts_locate(int fd, struct taskstate_location *l, uint32_t n)
 	return found;
 }
 
-uint64_t ts_now_ns(void)
+uint64_t taskstate_now_ns(void)
 {
 	struct timespec ts;
 
@@ -223,12 +223,17 @@ uint64_t ts_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-const char *ts_state_name(unsigned int state)
+const char *taskstate_state_name(unsigned int state)
 {
-	return taskstate_state_name(state);
+	static const char *const names[TASKSTATE_NR_STATES] = {
+		"NONE", "RUNNING", "RUNNABLE", "SLEEPING",
+		"BLOCKED", "STOPPED", "TRACED", "DEAD",
+	};
+
+	return state < TASKSTATE_NR_STATES ? names[state] : "?";
 }
 
-int ts_state_from_name(const char *name)
+int taskstate_state_from_name(const char *name)
 {
 	unsigned int state;
 
@@ -238,14 +243,14 @@ int ts_state_from_name(const char *name)
 	return -EINVAL;
 }
 
-void ts_decode(uint64_t word, uint64_t now_ns, struct ts_decoded *d)
+void taskstate_decode(uint64_t word, uint64_t now_ns, struct taskstate_decoded *d)
 {
 	d->state = taskstate_state(word);
 	d->since_ns = taskstate_since_ns(word);
 	d->age_ns = taskstate_age_ns(word, now_ns);
 }
 
-int ts_comm(unsigned int tid, char *buf, size_t len)
+int taskstate_comm(unsigned int tid, char *buf, size_t len)
 {
 	char path[32];
 	ssize_t n;

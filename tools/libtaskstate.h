@@ -15,32 +15,32 @@
 
 #include <linux/taskstate.h>
 
-#define TS_DEV_PATH	"/dev/taskstate"
+#define TASKSTATE_DEV_PATH	"/dev/taskstate"
 
-/* The device path: $TASKSTATE_DEV if set and not empty, else TS_DEV_PATH. */
-const char *ts_dev_path(void);
+/* The device path: $TASKSTATE_DEV if set and not empty, else TASKSTATE_DEV_PATH. */
+const char *taskstate_dev_path(void);
 
-/* Open ts_dev_path() read-only, close-on-exec; returns the fd. */
-int ts_open(void);
-void ts_close(int fd);
+/* Open taskstate_dev_path() read-only, close-on-exec; returns the fd. */
+int taskstate_open(void);
+void taskstate_close(int fd);
 
 /* TASKSTATE_IOC_INFO into *info (size and flags set here). */
-int ts_info(int fd, struct taskstate_info *info);
+int taskstate_info(int fd, struct taskstate_info *info);
 
 /*
  * Start or stop tracking thread id, or with process the whole process id
  * (its threads, future threads and children).  *nr_threads, if not NULL,
  * gets how many threads the call changed.
  */
-int ts_track(int fd, unsigned int id, bool process, uint64_t *nr_threads);
-int ts_untrack(int fd, unsigned int id, bool process, uint64_t *nr_threads);
+int taskstate_track(int fd, unsigned int id, bool process, uint64_t *nr_threads);
+int taskstate_untrack(int fd, unsigned int id, bool process, uint64_t *nr_threads);
 
 /*
  * Fill tgid and word of e[0..n-1] from their tid, in batches of at most
  * TASKSTATE_BATCH_MAX.  Unknown threads get tgid 0 and word 0 (NONE).
  * Returns how many were found; n must be at most INT_MAX.
  */
-int ts_sample(int fd, struct taskstate_entry *e, uint32_t n);
+int taskstate_sample(int fd, struct taskstate_entry *e, uint32_t n);
 
 /*
  * All tracked threads visible to the caller, or only process pid's when
@@ -50,14 +50,14 @@ int ts_sample(int fd, struct taskstate_entry *e, uint32_t n);
  * if more than TASKSTATE_LIST_MAX match or the set kept growing faster
  * than the bounded retries.
  */
-int ts_list(int fd, unsigned int pid, struct taskstate_entry **out,
+int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
 	    uint32_t *n);
 
 /*
  * Zero-syscall reads: the module's entries mapped read-only (rules and
  * read protocol: "DOC: The mapping" in <linux/taskstate.h>).
  */
-struct ts_map {
+struct taskstate_mapping {
 	const struct taskstate_map_entry *entries;
 	uint32_t nr;		/* entries mapped */
 	size_t size;		/* bytes mapped */
@@ -69,22 +69,22 @@ struct ts_map {
  * namespace, -EOPNOTSUPP for a module without a mapping, -EPROTO for a
  * layout this library does not know.  The mapping outlives fd.
  */
-int ts_map_open(int fd, struct ts_map *m);
-void ts_map_close(struct ts_map *m);
+int taskstate_mapping_open(int fd, struct taskstate_mapping *m);
+void taskstate_mapping_close(struct taskstate_mapping *m);
 
 /*
  * Fill tgid, index and gen of l[0..n-1] from their tid (in the caller's
  * pid namespace), in batches of at most TASKSTATE_BATCH_MAX.  Unknown
  * threads get index TASKSTATE_LOCATE_NONE.  Returns how many were found.
  */
-int ts_locate(int fd, struct taskstate_location *l, uint32_t n);
+int taskstate_locate(int fd, struct taskstate_location *l, uint32_t n);
 
 /*
  * The word of the located thread l, without a system call.  Returns 1 and
  * sets *word while the entry is still that thread's; 0 once it is not
  * (the thread is gone or untracked, or l was not found): locate again.
  */
-static inline int ts_map_read(const struct ts_map *m,
+static inline int taskstate_mapping_read(const struct taskstate_mapping *m,
 			      const struct taskstate_location *l,
 			      uint64_t *word)
 {
@@ -101,7 +101,7 @@ static inline int ts_map_read(const struct ts_map *m,
  * Entry i as a scan sees it, by the same protocol: 1 with its tid and
  * word if a thread owns it (*gen its generation), 0 if free or changing.
  */
-static inline int ts_map_entry(const struct ts_map *m, uint32_t i,
+static inline int taskstate_mapping_entry(const struct taskstate_mapping *m, uint32_t i,
 			       uint32_t *tid, uint64_t *word, uint32_t *gen)
 {
 	const struct taskstate_map_entry *e = &m->entries[i];
@@ -119,28 +119,28 @@ static inline int ts_map_entry(const struct ts_map *m, uint32_t i,
 }
 
 /* CLOCK_BOOTTIME now, in ns: the clock the words are stamped with. */
-uint64_t ts_now_ns(void);
+uint64_t taskstate_now_ns(void);
 
 /* "RUNNING", ...; "?" for a value out of range. */
-const char *ts_state_name(unsigned int state);
+const char *taskstate_state_name(unsigned int state);
 
 /* The state named name, case-insensitive; -EINVAL if none is. */
-int ts_state_from_name(const char *name);
+int taskstate_state_from_name(const char *name);
 
-struct ts_decoded {
+struct taskstate_decoded {
 	unsigned int state;	/* TASKSTATE_* */
 	uint64_t since_ns;	/* CLOCK_BOOTTIME of the last change, mod 2^61 */
 	uint64_t age_ns;	/* time in this state at now_ns, mod 2^61 */
 };
 
 /* Split word; now_ns should be read after the word was. */
-void ts_decode(uint64_t word, uint64_t now_ns, struct ts_decoded *d);
+void taskstate_decode(uint64_t word, uint64_t now_ns, struct taskstate_decoded *d);
 
 /*
  * The comm of thread tid from /proc/<tid>/comm, without the newline,
  * truncated to fit len.  Returns its length; -ENOENT when the thread is
  * gone, which is normal for a list taken a moment ago.
  */
-int ts_comm(unsigned int tid, char *buf, size_t len);
+int taskstate_comm(unsigned int tid, char *buf, size_t len);
 
 #endif /* LIBTASKSTATE_H */

@@ -190,7 +190,7 @@ static unsigned int id_arg(const struct command *cmd, const char *what,
 
 static int open_device(void)
 {
-	int fd = ts_open();
+	int fd = taskstate_open();
 	const char *hint = "";
 
 	if (fd == -EPERM || fd == -EACCES)
@@ -198,7 +198,7 @@ static int open_device(void)
 	else if (fd == -ENOENT || fd == -ENODEV || fd == -ENXIO)
 		hint = " (is the module loaded?)";
 	if (fd < 0)
-		fprintf(stderr, "taskstate: %s: %s%s\n", ts_dev_path(),
+		fprintf(stderr, "taskstate: %s: %s%s\n", taskstate_dev_path(),
 			strerror(-fd), hint);
 	return fd;
 }
@@ -224,9 +224,9 @@ static int run_track(const struct command *cmd, int argc, char **argv)
 	fd = open_device();
 	if (fd < 0)
 		return EXIT_FAILURE;
-	ret = untrack ? ts_untrack(fd, id, process, &nr) :
-			ts_track(fd, id, process, &nr);
-	ts_close(fd);
+	ret = untrack ? taskstate_untrack(fd, id, process, &nr) :
+			taskstate_track(fd, id, process, &nr);
+	taskstate_close(fd);
 	if (ret < 0) {
 		fprintf(stderr, "taskstate: %s %s %u: %s%s\n", cmd->name,
 			process ? "process" : "thread", id, strerror(-ret),
@@ -255,10 +255,10 @@ static int get_rows(int fd, unsigned int pid, uint64_t stuck_ns,
 	uint32_t i, nr;
 	int total;
 
-	total = ts_list(fd, pid, &e, &nr);
+	total = taskstate_list(fd, pid, &e, &nr);
 	if (total < 0)
 		return total;
-	now = ts_now_ns();
+	now = taskstate_now_ns();
 	r = calloc(nr ? nr : 1, sizeof(*r));
 	if (!r) {
 		free(e);
@@ -267,9 +267,9 @@ static int get_rows(int fd, unsigned int pid, uint64_t stuck_ns,
 	for (i = 0; i < nr; i++) {
 		r[i].tid = e[i].tid;
 		r[i].tgid = e[i].tgid;
-		ts_decode(e[i].word, now, &r[i].d);
+		taskstate_decode(e[i].word, now, &r[i].d);
 		r[i].stuck = row_is_stuck(&r[i], stuck_ns);
-		r[i].has_comm = ts_comm(e[i].tid, r[i].comm,
+		r[i].has_comm = taskstate_comm(e[i].tid, r[i].comm,
 					sizeof(r[i].comm)) >= 0;
 	}
 	free(e);
@@ -312,7 +312,7 @@ static uint32_t tgid_of(uint32_t tid)
  * (the tgid of a new owner, the comm).  The tids are the initial pid
  * namespace's, which is where the mapping is allowed.
  */
-static int get_rows_mapped(struct ts_map *m, struct map_owner *owners,
+static int get_rows_mapped(struct taskstate_mapping *m, struct map_owner *owners,
 			   unsigned int pid, uint64_t stuck_ns,
 			   struct ts_row **rows, size_t *n)
 {
@@ -326,7 +326,7 @@ static int get_rows_mapped(struct ts_map *m, struct map_owner *owners,
 	for (i = 0; i < m->nr; i++) {
 		struct map_owner *o = &owners[i];
 
-		if (!ts_map_entry(m, i, &tid, &word, &gen) || !tid)
+		if (!taskstate_mapping_entry(m, i, &tid, &word, &gen) || !tid)
 			continue;
 		if (o->gen != gen || o->tid != tid) {
 			o->gen = gen;
@@ -351,11 +351,11 @@ static int get_rows_mapped(struct ts_map *m, struct map_owner *owners,
 		r[nr].d.since_ns = word;	/* the word: decoded below */
 		nr++;
 	}
-	now = ts_now_ns();
+	now = taskstate_now_ns();
 	for (i = 0; i < nr; i++) {
-		ts_decode(r[i].d.since_ns, now, &r[i].d);
+		taskstate_decode(r[i].d.since_ns, now, &r[i].d);
 		r[i].stuck = row_is_stuck(&r[i], stuck_ns);
-		r[i].has_comm = ts_comm(r[i].tid, r[i].comm,
+		r[i].has_comm = taskstate_comm(r[i].tid, r[i].comm,
 					sizeof(r[i].comm)) >= 0;
 	}
 	*rows = r;
@@ -411,7 +411,7 @@ static int run_show(const struct command *cmd, int argc, char **argv)
 	if (fd < 0)
 		return EXIT_FAILURE;
 	total = get_rows(fd, pid, 0, &rows, &n);
-	ts_close(fd);
+	taskstate_close(fd);
 	if (total < 0) {
 		fprintf(stderr, "taskstate: list: %s\n", strerror(-total));
 		return EXIT_FAILURE;
@@ -438,7 +438,7 @@ static int run_show(const struct command *cmd, int argc, char **argv)
 
 struct watch {
 	int fd;
-	struct ts_map map;	/* entries NULL: read with LIST */
+	struct taskstate_mapping map;	/* entries NULL: read with LIST */
 	struct map_owner *owners;
 	unsigned int pid;
 	uint64_t stuck_ms;
@@ -577,7 +577,7 @@ static void draw(struct watch *w, const struct ts_row *rows, size_t n,
 
 	for (s = 0, len = 0; s < TASKSTATE_NR_STATES; s++)
 		len += snprintf(line + len, sizeof(line) - len, "%s%s %" PRIu64,
-				s ? "  " : "", ts_state_name(s), count[s]);
+				s ? "  " : "", taskstate_state_name(s), count[s]);
 	put_line(w, line, NULL);
 
 	table_widths(rows, n, &tw);
@@ -649,15 +649,15 @@ static int watch_loop(struct watch *w)
  * Only mapped, not used, if the caller is outside the initial pid
  * namespace: the module refuses that with EPERM.
  */
-static int watch_map(int fd, struct ts_map *m, struct map_owner **owners)
+static int watch_map(int fd, struct taskstate_mapping *m, struct map_owner **owners)
 {
-	int ret = ts_map_open(fd, m);
+	int ret = taskstate_mapping_open(fd, m);
 
 	if (ret)
 		return ret;
 	*owners = calloc(m->nr ? m->nr : 1, sizeof(**owners));
 	if (!*owners) {
-		ts_map_close(m);
+		taskstate_mapping_close(m);
 		return -ENOMEM;
 	}
 	return 0;
@@ -714,9 +714,9 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 	ret = watch_loop(&w);
 	fflush(stdout);
 	term_restore();
-	ts_map_close(&w.map);
+	taskstate_mapping_close(&w.map);
 	free(w.owners);
-	ts_close(w.fd);
+	taskstate_close(w.fd);
 	if (ret < 0) {
 		fprintf(stderr, "taskstate: list: %s\n", strerror(-ret));
 		return EXIT_FAILURE;
@@ -732,7 +732,7 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 	};
 	struct taskstate_info info;
 	struct map_owner *owners = NULL;
-	struct ts_map m;
+	struct taskstate_mapping m;
 	int fd, ret, map_err = 0;
 
 	while (next_option(cmd, argc, argv, ":h", longopts) != -1)
@@ -742,15 +742,15 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 	fd = open_device();
 	if (fd < 0)
 		return EXIT_FAILURE;
-	ret = ts_info(fd, &info);
+	ret = taskstate_info(fd, &info);
 	if (!ret) {
 		/* what watch would do */
 		map_err = watch_map(fd, &m, &owners);
 		if (!map_err)
-			ts_map_close(&m);
+			taskstate_mapping_close(&m);
 		free(owners);
 	}
-	ts_close(fd);
+	taskstate_close(fd);
 	if (ret < 0) {
 		fprintf(stderr, "taskstate: info: %s\n", strerror(-ret));
 		return EXIT_FAILURE;

@@ -39,32 +39,32 @@ static void check_str(const char *got, const char *want, int line)
 static void test_decode(void)
 {
 	const uint64_t top = TASKSTATE_TIME_MASK;	/* 2^61 - 1 */
-	struct ts_decoded d;
+	struct taskstate_decoded d;
 
-	ts_decode(taskstate_pack(TASKSTATE_BLOCKED, 1000), 5000, &d);
+	taskstate_decode(taskstate_pack(TASKSTATE_BLOCKED, 1000), 5000, &d);
 	CHECK(d.state == TASKSTATE_BLOCKED);
 	CHECK(d.since_ns == 1000);
 	CHECK(d.age_ns == 4000);
 
-	ts_decode(0, 12345, &d);
+	taskstate_decode(0, 12345, &d);
 	CHECK(d.state == TASKSTATE_NONE && d.since_ns == 0);
 
-	ts_decode(taskstate_pack(TASKSTATE_DEAD, UINT64_MAX), top, &d);
+	taskstate_decode(taskstate_pack(TASKSTATE_DEAD, UINT64_MAX), top, &d);
 	CHECK(d.state == TASKSTATE_DEAD);
 	CHECK(d.since_ns == top);
 	CHECK(d.age_ns == 0);
 
 	/* Stamped 11 ns before the time field wraps, read 16 ns later. */
-	ts_decode(taskstate_pack(TASKSTATE_SLEEPING, top - 10), top + 6, &d);
+	taskstate_decode(taskstate_pack(TASKSTATE_SLEEPING, top - 10), top + 6, &d);
 	CHECK(d.state == TASKSTATE_SLEEPING);
 	CHECK(d.since_ns == top - 10);
 	CHECK(d.age_ns == 16);
 	/* Same, with a clock past 2^62: only the low 61 bits count. */
-	ts_decode(taskstate_pack(TASKSTATE_SLEEPING, top - 10),
+	taskstate_decode(taskstate_pack(TASKSTATE_SLEEPING, top - 10),
 		  (3ULL << 61) + 5, &d);
 	CHECK(d.age_ns == 16);
 
-	CHECK(ts_now_ns() > 0);
+	CHECK(taskstate_now_ns() > 0);
 }
 
 static void test_state_names(void)
@@ -72,16 +72,16 @@ static void test_state_names(void)
 	unsigned int s;
 
 	for (s = 0; s < TASKSTATE_NR_STATES; s++)
-		CHECK(ts_state_from_name(ts_state_name(s)) == (int)s);
-	CHECK_STR(ts_state_name(TASKSTATE_RUNNABLE), "RUNNABLE");
-	CHECK_STR(ts_state_name(TASKSTATE_NR_STATES), "?");
-	CHECK(ts_state_from_name("running") == TASKSTATE_RUNNING);
-	CHECK(ts_state_from_name("Blocked") == TASKSTATE_BLOCKED);
-	CHECK(ts_state_from_name("none") == TASKSTATE_NONE);
-	CHECK(ts_state_from_name("") == -EINVAL);
-	CHECK(ts_state_from_name("?") == -EINVAL);
-	CHECK(ts_state_from_name("RUN") == -EINVAL);
-	CHECK(ts_state_from_name("RUNNING ") == -EINVAL);
+		CHECK(taskstate_state_from_name(taskstate_state_name(s)) == (int)s);
+	CHECK_STR(taskstate_state_name(TASKSTATE_RUNNABLE), "RUNNABLE");
+	CHECK_STR(taskstate_state_name(TASKSTATE_NR_STATES), "?");
+	CHECK(taskstate_state_from_name("running") == TASKSTATE_RUNNING);
+	CHECK(taskstate_state_from_name("Blocked") == TASKSTATE_BLOCKED);
+	CHECK(taskstate_state_from_name("none") == TASKSTATE_NONE);
+	CHECK(taskstate_state_from_name("") == -EINVAL);
+	CHECK(taskstate_state_from_name("?") == -EINVAL);
+	CHECK(taskstate_state_from_name("RUN") == -EINVAL);
+	CHECK(taskstate_state_from_name("RUNNING ") == -EINVAL);
 }
 
 static void test_parse_num(void)
@@ -211,33 +211,33 @@ static void test_device_errors(void)
 	int fd;
 
 	setenv("TASKSTATE_DEV", "/nonexistent/taskstate", 1);
-	CHECK_STR(ts_dev_path(), "/nonexistent/taskstate");
-	CHECK(ts_open() == -ENOENT);
+	CHECK_STR(taskstate_dev_path(), "/nonexistent/taskstate");
+	CHECK(taskstate_open() == -ENOENT);
 
 	setenv("TASKSTATE_DEV", "", 1);
-	CHECK_STR(ts_dev_path(), TS_DEV_PATH);
+	CHECK_STR(taskstate_dev_path(), TASKSTATE_DEV_PATH);
 
 	/* /dev/null opens but knows no ioctl. */
 	setenv("TASKSTATE_DEV", "/dev/null", 1);
-	fd = ts_open();
+	fd = taskstate_open();
 	CHECK(fd >= 0);
-	CHECK(ts_info(fd, &info) == -ENOTTY);
+	CHECK(taskstate_info(fd, &info) == -ENOTTY);
 	CHECK(info.size == sizeof(info));
-	CHECK(ts_track(fd, 1, true, NULL) == -ENOTTY);
-	CHECK(ts_untrack(fd, 1, false, NULL) == -ENOTTY);
-	CHECK(ts_sample(fd, &e, 1) == -ENOTTY);
-	CHECK(ts_sample(fd, &e, 0) == 0);
-	CHECK(ts_sample(fd, &e, (uint32_t)INT32_MAX + 1) == -EINVAL);
-	CHECK(ts_list(fd, 0, &list, &n) == -ENOTTY);
+	CHECK(taskstate_track(fd, 1, true, NULL) == -ENOTTY);
+	CHECK(taskstate_untrack(fd, 1, false, NULL) == -ENOTTY);
+	CHECK(taskstate_sample(fd, &e, 1) == -ENOTTY);
+	CHECK(taskstate_sample(fd, &e, 0) == 0);
+	CHECK(taskstate_sample(fd, &e, (uint32_t)INT32_MAX + 1) == -EINVAL);
+	CHECK(taskstate_list(fd, 0, &list, &n) == -ENOTTY);
 	CHECK(list == NULL && n == 99);
-	ts_close(fd);
+	taskstate_close(fd);
 	unsetenv("TASKSTATE_DEV");
 
-	CHECK(ts_comm(syscall(SYS_gettid), comm, sizeof(comm)) == 8);
+	CHECK(taskstate_comm(syscall(SYS_gettid), comm, sizeof(comm)) == 8);
 	CHECK_STR(comm, "test_lib");
-	CHECK(ts_comm(syscall(SYS_gettid), comm, 5) == 4);
+	CHECK(taskstate_comm(syscall(SYS_gettid), comm, 5) == 4);
 	CHECK_STR(comm, "test");
-	CHECK(ts_comm(0, comm, sizeof(comm)) == -ENOENT);
+	CHECK(taskstate_comm(0, comm, sizeof(comm)) == -ENOENT);
 }
 
 int main(void)

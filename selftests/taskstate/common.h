@@ -35,13 +35,13 @@ static inline void ts_sleep_ms(unsigned int ms)
  * word ts_word_of() reads with SAMPLE is also read through the mapping and
  * must be the same.
  */
-static struct ts_map ts_xmap;
+static struct taskstate_mapping ts_xmap;
 
 static inline uint64_t ts_sample_word(int fd, pid_t tid)
 {
 	struct taskstate_entry e = { .tid = (uint32_t)tid };
 
-	return ts_sample(fd, &e, 1) == 1 ? e.word : 0;
+	return taskstate_sample(fd, &e, 1) == 1 ? e.word : 0;
 }
 
 /*
@@ -55,11 +55,11 @@ static inline uint64_t ts_xmap_word(int fd, pid_t tid)
 	static struct taskstate_location l = { .index = TASKSTATE_LOCATE_NONE };
 	uint64_t m;
 
-	if (l.tid == (uint32_t)tid && ts_map_read(&ts_xmap, &l, &m) &&
+	if (l.tid == (uint32_t)tid && taskstate_mapping_read(&ts_xmap, &l, &m) &&
 	    taskstate_state(m) != TASKSTATE_DEAD)
 		return m;
 	l.tid = (uint32_t)tid;
-	if (ts_locate(fd, &l, 1) != 1 || !ts_map_read(&ts_xmap, &l, &m))
+	if (taskstate_locate(fd, &l, 1) != 1 || !taskstate_mapping_read(&ts_xmap, &l, &m))
 		return 0;
 	return m;
 }
@@ -96,7 +96,7 @@ static inline uint64_t ts_xcheck_word(int fd, pid_t tid)
 /* Map for ts_word_of()'s cross-check; returns 0 or -errno. */
 static inline int ts_xcheck_map(int fd)
 {
-	return ts_map_open(fd, &ts_xmap);
+	return taskstate_mapping_open(fd, &ts_xmap);
 }
 
 /* The word of @tid, or 0 (NONE) if the module does not know it. */
@@ -120,7 +120,7 @@ static inline unsigned int ts_state_of(int fd, pid_t tid)
 static inline uint64_t ts_wait_state(int fd, pid_t tid, unsigned int state,
 				     unsigned int timeout_ms)
 {
-	uint64_t end = ts_now_ns() + timeout_ms * 1000000ULL;
+	uint64_t end = taskstate_now_ns() + timeout_ms * 1000000ULL;
 
 	do {
 		uint64_t w = ts_word_of(fd, tid);
@@ -128,7 +128,7 @@ static inline uint64_t ts_wait_state(int fd, pid_t tid, unsigned int state,
 		if (taskstate_state(w) == state)
 			return w;
 		ts_sleep_ms(1);
-	} while (ts_now_ns() < end);
+	} while (taskstate_now_ns() < end);
 	return 0;
 }
 

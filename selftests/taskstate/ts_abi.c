@@ -486,7 +486,7 @@ struct dev_at {
 
 static int dev_at_init(struct dev_at *d)
 {
-	const char *path = ts_dev_path();
+	const char *path = taskstate_dev_path();
 	const char *slash = strrchr(path, '/');
 	char dir[4096];
 
@@ -522,14 +522,14 @@ FIXTURE(abi) {
 
 FIXTURE_SETUP(abi)
 {
-	self->fd = open(ts_dev_path(), O_RDONLY | O_CLOEXEC);
+	self->fd = open(taskstate_dev_path(), O_RDONLY | O_CLOEXEC);
 	if (self->fd < 0 && errno == ENOENT)
 		SETUP_SKIP("%s: no such device, is taskstate loaded?",
-			   ts_dev_path());
+			   taskstate_dev_path());
 	if (self->fd < 0 && errno == EPERM && geteuid())
 		SETUP_SKIP("%s: needs CAP_PERFMON, run as root",
-			   ts_dev_path());
-	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", ts_dev_path(),
+			   taskstate_dev_path());
+	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", taskstate_dev_path(),
 				      strerror(errno));
 	ASSERT_EQ(0, do_info(self->fd, &self->info));
 	self->pid = getpid();
@@ -1170,11 +1170,11 @@ TEST_F(abi, track_snapshots_state_and_boottime)
 		c0 = nvcsw_of(p.t[0].tid);
 		ASSERT_LT(0, c0);
 		e.tid = p.t[0].tid;
-		t0 = ts_now_ns();
+		t0 = taskstate_now_ns();
 		ASSERT_EQ(0, do_track(self->fd, TASKSTATE_IOC_TRACK,
 				      p.t[0].tid, 0, NULL));
 		ASSERT_EQ(1, do_sample(self->fd, &e, 1, NULL));
-		t1 = ts_now_ns();
+		t1 = taskstate_now_ns();
 		c1 = nvcsw_of(p.t[0].tid);
 		if (c0 == c1 || self->info.track_all)
 			break;
@@ -1326,7 +1326,7 @@ TEST_F(abi, sample_before_track_follows_track_all)
 }
 
 /*
- * UNTRACK removes the thread's slot (module/table.c ts_untrack()), in
+ * UNTRACK removes the thread's slot (module/table.c taskstate_untrack()), in
  * either mode: track_all only decides what is added at load and at fork,
  * so the thread stays NONE through later switches.
  */
@@ -1409,7 +1409,7 @@ TEST_F(abi, sample_calling_thread_is_running)
 
 	TRACK_SELF();
 	ASSERT_EQ(1, do_sample(self->fd, &e, 1, &found));
-	now = ts_now_ns();
+	now = taskstate_now_ns();
 	EXPECT_EQ(1, found);
 	EXPECT_EQ((uint32_t)self->tid, e.tid);
 	EXPECT_EQ(self->pid, e.tgid);
@@ -1781,7 +1781,7 @@ static int child_open_with(void *arg)
 		return CHILD_SKIP;
 	CHILD_EQ(0, getuid());
 	CHILD_EQ(a->keep & perm, eff);
-	fd = open(ts_dev_path(), O_RDONLY);
+	fd = open(taskstate_dev_path(), O_RDONLY);
 	if (!(a->keep & (CAP_BIT(CAP_PERFMON) | CAP_BIT(CAP_SYS_ADMIN)))) {
 		CHILD_EQ(-1, fd);
 		CHILD_EQ(EPERM, errno);
@@ -1929,7 +1929,7 @@ static int pidns_open_and_track_self(void)
 
 	if (ts_gettid() != 1 || getpid() != 1)
 		return -1;
-	fd = open(ts_dev_path(), O_RDONLY);
+	fd = open(taskstate_dev_path(), O_RDONLY);
 	if (fd < 0)
 		return -1;
 	if (do_track(fd, TASKSTATE_IOC_TRACK, 1, 0, &nr) || nr != 1)

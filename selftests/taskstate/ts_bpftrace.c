@@ -44,9 +44,9 @@ static void *worker(void *arg)
 	while (!__atomic_load_n(&go, __ATOMIC_ACQUIRE))
 		ts_sleep_ms(1);
 	for (i = 0; i < 20; i++) {
-		uint64_t end = ts_now_ns() + 2000000;
+		uint64_t end = taskstate_now_ns() + 2000000;
 
-		while (ts_now_ns() < end)
+		while (taskstate_now_ns() < end)
 			;
 		ts_sleep_ms(5);
 	}
@@ -119,7 +119,7 @@ TEST_F_TIMEOUT(bpf, module_agrees_with_bpftrace, 400)
 	unsigned long long last_t = 0, switches = 0;
 	long last_state = -1;
 	char prog[512], tidarg[16];
-	int fd = ts_open();
+	int fd = taskstate_open();
 	pid_t tid = 0, bt;
 	bool attached;
 	pthread_t th;
@@ -132,7 +132,7 @@ TEST_F_TIMEOUT(bpf, module_agrees_with_bpftrace, 400)
 	ASSERT_EQ(0, pthread_create(&th, NULL, worker, &tid));
 	while (!__atomic_load_n(&tid, __ATOMIC_ACQUIRE))
 		sched_yield();
-	ASSERT_EQ(0, ts_track(fd, tid, false, NULL));
+	ASSERT_EQ(0, taskstate_track(fd, tid, false, NULL));
 	snprintf(tidarg, sizeof(tidarg), "%d", tid);
 	/*
 	 * <sys/types.h> first: on 5.10 bpftrace 0.17 builds the tracepoint's
@@ -168,16 +168,16 @@ TEST_F_TIMEOUT(bpf, module_agrees_with_bpftrace, 400)
 		_exit(127);
 	}
 	ASSERT_LT(0, bt);
-	end = ts_now_ns() + 240000000000ULL;
+	end = taskstate_now_ns() + 240000000000ULL;
 	do {
 		ts_sleep_ms(50);
 		parse(out, &attached, &switches, &last_t, &last_state);
-	} while (!attached && ts_now_ns() < end);
+	} while (!attached && taskstate_now_ns() < end);
 	ASSERT_TRUE(attached) TH_LOG("bpftrace did not start");
 	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
 	/* 20 x (2 ms + 5 ms), then asleep for good: sample in that sleep. */
-	end = ts_now_ns() + 60000000000ULL;
-	while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE) && ts_now_ns() < end)
+	end = taskstate_now_ns() + 60000000000ULL;
+	while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE) && taskstate_now_ns() < end)
 		ts_sleep_ms(10);
 	ASSERT_TRUE(done) TH_LOG("the worker did not finish its cycles");
 	ts_sleep_ms(200);
@@ -199,7 +199,7 @@ TEST_F_TIMEOUT(bpf, module_agrees_with_bpftrace, 400)
 	EXPECT_GE(TOLERANCE_NS,
 		  (uint64_t)llabs((long long)(taskstate_since_ns(w) -
 					      (last_t + offset))));
-	ts_close(fd);
+	taskstate_close(fd);
 }
 
 TEST_HARNESS_MAIN

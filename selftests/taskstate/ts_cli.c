@@ -8,8 +8,8 @@
  * no-op that says the same with track_all=1) and checks what it prints.
  *
  * Values are never written into the test: what the command prints is
- * compared with what the module answers through libtaskstate (ts_sample()
- * and ts_info()) around the command's run.
+ * compared with what the module answers through libtaskstate (taskstate_sample()
+ * and taskstate_info()) around the command's run.
  *
  * Needs TS_BIN (the directory holding taskstate), the module loaded and
  * CAP_PERFMON.  Works with track_all=1 and 0, as a 64-bit binary and as a
@@ -170,7 +170,7 @@ static void run_cli(struct __test_metadata *_metadata, const char *cli,
 
 	ASSERT_EQ(0, pipe2(out, O_CLOEXEC));
 	ASSERT_EQ(0, pipe2(err, O_CLOEXEC));
-	r->t0 = ts_now_ns();
+	r->t0 = taskstate_now_ns();
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
@@ -190,7 +190,7 @@ static void run_cli(struct __test_metadata *_metadata, const char *cli,
 	p[1] = (struct pollfd){ .fd = err[0], .events = POLLIN };
 	end = r->t0 + RUN_TIMEOUT_MS * NS_PER_MS;
 	while (open_fds) {
-		uint64_t now = ts_now_ns();
+		uint64_t now = taskstate_now_ns();
 		char chunk[4096];
 		int i;
 
@@ -216,7 +216,7 @@ static void run_cli(struct __test_metadata *_metadata, const char *cli,
 	ASSERT_EQ(pid, waitpid(pid, &r->status, 0));
 	if (open_fds)
 		r->status = -1;
-	r->t1 = ts_now_ns();
+	r->t1 = taskstate_now_ns();
 	if (p[0].fd >= 0)
 		close(p[0].fd);
 	if (p[1].fd >= 0)
@@ -267,8 +267,8 @@ static bool parse_row(const char *line, struct row *r)
 		   &end) != 5 || !end || !line[end])
 		return false;
 	snprintf(r->comm, sizeof(r->comm), "%s", line + end);
-	return ts_state_from_name(r->state) >= 0 &&
-	       !strcmp(r->state, ts_state_name(ts_state_from_name(r->state)));
+	return taskstate_state_from_name(r->state) >= 0 &&
+	       !strcmp(r->state, taskstate_state_name(taskstate_state_from_name(r->state)));
 }
 
 /* The table header: exactly the columns TID TGID STATE SINCE_NS AGE_NS COMM. */
@@ -327,7 +327,7 @@ static int parse_watch_counts(const char *line,
 		int end = 0;
 
 		if (sscanf(line, "%15s %u%n", name, &count[s], &end) != 2 ||
-		    strcmp(name, ts_state_name(s)))
+		    strcmp(name, taskstate_state_name(s)))
 			return -1;
 		sum += count[s];
 		line += end;
@@ -522,8 +522,8 @@ static void track_process(struct __test_metadata *_metadata,
 	run_free(&r);
 	ASSERT_NE(0, ts_wait_state(self->fd, pid, state, 5000))
 		TH_LOG("pid %d: state %s, wanted %s", pid,
-		       ts_state_name(ts_state_of(self->fd, pid)),
-		       ts_state_name(state));
+		       taskstate_state_name(ts_state_of(self->fd, pid)),
+		       taskstate_state_name(state));
 }
 
 FIXTURE_SETUP(cli)
@@ -538,10 +538,10 @@ FIXTURE_SETUP(cli)
 	ASSERT_EQ(0, access(self->cli, X_OK))
 		TH_LOG("%s: %s", self->cli, strerror(errno));
 
-	self->fd = ts_open();
-	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", ts_dev_path(),
+	self->fd = taskstate_open();
+	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", taskstate_dev_path(),
 				      strerror(-self->fd));
-	ASSERT_EQ(0, ts_info(self->fd, &self->info));
+	ASSERT_EQ(0, taskstate_info(self->fd, &self->info));
 
 	self->sleeper = start_child(SLEEPER_COMM);
 	ASSERT_LT(0, self->sleeper);
@@ -571,7 +571,7 @@ FIXTURE_TEARDOWN(cli)
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], NULL, 0);
 	}
-	ts_close(self->fd);
+	taskstate_close(self->fd);
 }
 
 /* The word of pid, which must be in state and stay put. */
@@ -582,7 +582,7 @@ static uint64_t settled_word(struct __test_metadata *_metadata,
 	uint64_t w = ts_word_of(self->fd, pid);
 
 	EXPECT_EQ(state, taskstate_state(w))
-		TH_LOG("pid %d is %s", pid, ts_state_name(taskstate_state(w)));
+		TH_LOG("pid %d is %s", pid, taskstate_state_name(taskstate_state(w)));
 	return w;
 }
 
@@ -595,7 +595,7 @@ static void expect_row(struct __test_metadata *_metadata, const struct row *row,
 
 	EXPECT_EQ(pid, row->tid);
 	EXPECT_EQ(pid, row->tgid);
-	EXPECT_STREQ(ts_state_name(taskstate_state(w)), row->state);
+	EXPECT_STREQ(taskstate_state_name(taskstate_state(w)), row->state);
 	EXPECT_EQ(since, row->since);
 	/* The command's "now" was read while it ran. */
 	EXPECT_LE(taskstate_age_ns(w, r->t0), row->age);
@@ -873,7 +873,7 @@ static void check_json(struct __test_metadata *_metadata,
 	snprintf(head, sizeof(head),
 		 "{\"tid\": %d, \"tgid\": %d, \"state\": \"%s\", "
 		 "\"since_ns\": %" PRIu64 ", \"age_ns\": ", pid, pid,
-		 ts_state_name(state), (uint64_t)taskstate_since_ns(w));
+		 taskstate_state_name(state), (uint64_t)taskstate_since_ns(w));
 	obj = strstr(r.out.p, head);
 	ASSERT_TRUE(obj != NULL) TH_LOG("no '%s' in:\n%s", head, r.out.p);
 	errno = 0;
@@ -929,7 +929,7 @@ TEST_F(cli, info)
 
 	NEED_SETUP();
 	run_cli(_metadata, self->cli, &r, "info", NULL);
-	ASSERT_EQ(0, ts_info(self->fd, &info));
+	ASSERT_EQ(0, taskstate_info(self->fd, &info));
 	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
 	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
 	ASSERT_TRUE(ends_with(r.out.p, "\n")) RUN_LOG(&r);
@@ -1185,12 +1185,12 @@ static pid_t pty_start(const char *cli, const struct pty *t, char **argv)
 /* Read the master into b for ms milliseconds. */
 static void pty_drain(int master, struct buf *b, unsigned int ms)
 {
-	uint64_t end = ts_now_ns() + ms * NS_PER_MS;
+	uint64_t end = taskstate_now_ns() + ms * NS_PER_MS;
 	struct pollfd p = { .fd = master, .events = POLLIN };
 	char chunk[4096];
 
 	for (;;) {
-		uint64_t now = ts_now_ns();
+		uint64_t now = taskstate_now_ns();
 		ssize_t n;
 
 		if (now >= end)
@@ -1209,10 +1209,10 @@ static void pty_drain(int master, struct buf *b, unsigned int ms)
 static bool pty_wait_for(int master, struct buf *b, const char *needle,
 			 int n, unsigned int ms)
 {
-	uint64_t end = ts_now_ns() + ms * NS_PER_MS;
+	uint64_t end = taskstate_now_ns() + ms * NS_PER_MS;
 
 	while (count_str(b->p ? b->p : "", needle) < n) {
-		if (ts_now_ns() >= end)
+		if (taskstate_now_ns() >= end)
 			return false;
 		pty_drain(master, b, 10);
 	}
@@ -1225,19 +1225,19 @@ static bool pty_wait_for(int master, struct buf *b, const char *needle,
  */
 static int pty_wait_exit(pid_t pid, int master, struct buf *b, unsigned int ms)
 {
-	uint64_t end = ts_now_ns() + ms * NS_PER_MS;
+	uint64_t end = taskstate_now_ns() + ms * NS_PER_MS;
 	int status;
 
 	for (;;) {
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			/* What is left, up to the screen's restoring. */
-			end = ts_now_ns() + 2000 * NS_PER_MS;
+			end = taskstate_now_ns() + 2000 * NS_PER_MS;
 			do
 				pty_drain(master, b, 20);
-			while (!ends_with(b->p, ESC_LEAVE) && ts_now_ns() < end);
+			while (!ends_with(b->p, ESC_LEAVE) && taskstate_now_ns() < end);
 			return status;
 		}
-		if (ts_now_ns() >= end)
+		if (taskstate_now_ns() >= end)
 			break;
 		pty_drain(master, b, 10);
 	}
@@ -1335,7 +1335,7 @@ static uint64_t asleep_for(struct __test_metadata *_metadata,
 			   FIXTURE_DATA(cli) *self, pid_t pid, unsigned int ms)
 {
 	uint64_t w = settled_word(_metadata, self, pid, TASKSTATE_SLEEPING);
-	uint64_t age = taskstate_age_ns(w, ts_now_ns());
+	uint64_t age = taskstate_age_ns(w, taskstate_now_ns());
 
 	if (age <= ms * NS_PER_MS)
 		ts_sleep_ms(ms - age / NS_PER_MS + 1);
@@ -1376,7 +1376,7 @@ static void check_watch_tty(struct __test_metadata *_metadata,
 	ASSERT_EQ(ICANON | ECHO | ISIG,
 		  before.c_lflag & (ICANON | ECHO | ISIG));
 
-	span.t0 = ts_now_ns();
+	span.t0 = taskstate_now_ns();
 	cli = pty_start(self->cli, &t, argv);
 	ASSERT_LT(0, cli);
 
@@ -1411,7 +1411,7 @@ static void check_watch_tty(struct __test_metadata *_metadata,
 		break;
 	}
 	status = pty_wait_exit(cli, t.master, &out, 10000);
-	span.t1 = ts_now_ns();
+	span.t1 = taskstate_now_ns();
 	ASSERT_EQ(0, tcgetattr(t.master, &after));
 	pty_close(&t);
 

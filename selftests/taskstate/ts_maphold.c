@@ -21,22 +21,22 @@ int main(void)
 {
 	struct taskstate_location l = { .tid = (uint32_t)ts_gettid() };
 	struct sigaction sa = { .sa_handler = on_term };
-	struct ts_map m;
+	struct taskstate_mapping m;
 	sigset_t block, old;
 	uint64_t w;
-	int fd = ts_open(), ret;
+	int fd = taskstate_open(), ret;
 
 	if (fd < 0) {
 		fprintf(stderr, "ts_maphold: open: %s\n", strerror(-fd));
 		return 1;
 	}
-	ret = ts_map_open(fd, &m);
-	if (ret || ts_locate(fd, &l, 1) != 1) {
+	ret = taskstate_mapping_open(fd, &m);
+	if (ret || taskstate_locate(fd, &l, 1) != 1) {
 		fprintf(stderr, "ts_maphold: map or locate: %s\n",
 			strerror(-ret));
 		return 1;
 	}
-	ts_close(fd);
+	taskstate_close(fd);
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigprocmask(SIG_BLOCK, &block, &old);
@@ -45,11 +45,11 @@ int main(void)
 	fflush(stdout);
 	while (!done)
 		sigsuspend(&old);
-	if (!ts_map_read(&m, &l, &w) ||
+	if (!taskstate_mapping_read(&m, &l, &w) ||
 	    taskstate_state(w) != TASKSTATE_RUNNING) {
 		fprintf(stderr, "ts_maphold: own entry unreadable\n");
 		return 1;
 	}
-	ts_map_close(&m);
+	taskstate_mapping_close(&m);
 	return 0;
 }

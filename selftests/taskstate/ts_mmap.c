@@ -64,31 +64,31 @@ static int locate1(int fd, pid_t tid, struct taskstate_location *l)
 {
 	memset(l, 0xcc, sizeof(*l));
 	l->tid = (uint32_t)tid;
-	return ts_locate(fd, l, 1);
+	return taskstate_locate(fd, l, 1);
 }
 
 FIXTURE(map) {
 	int fd;
 	struct taskstate_info info;
-	struct ts_map m;
+	struct taskstate_mapping m;
 };
 
 FIXTURE_SETUP(map)
 {
 	uint64_t nr;
 
-	self->fd = ts_open();
-	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", ts_dev_path(),
+	self->fd = taskstate_open();
+	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", taskstate_dev_path(),
 				      strerror(-self->fd));
-	ASSERT_EQ(0, ts_info(self->fd, &self->info));
-	ASSERT_EQ(0, ts_track(self->fd, getpid(), true, &nr));
-	ASSERT_EQ(0, ts_map_open(self->fd, &self->m));
+	ASSERT_EQ(0, taskstate_info(self->fd, &self->info));
+	ASSERT_EQ(0, taskstate_track(self->fd, getpid(), true, &nr));
+	ASSERT_EQ(0, taskstate_mapping_open(self->fd, &self->m));
 }
 
 FIXTURE_TEARDOWN(map)
 {
-	ts_map_close(&self->m);
-	ts_close(self->fd);
+	taskstate_mapping_close(&self->m);
+	taskstate_close(self->fd);
 }
 
 /* ---- INFO ---- */
@@ -136,7 +136,7 @@ TEST_F(map, locate_self_gives_an_odd_gen_and_our_tid)
 	e = &self->m.entries[l.index];
 	EXPECT_EQ((uint32_t)ts_gettid(), e->tid);
 	EXPECT_EQ(l.gen, e->gen);
-	ASSERT_EQ(1, ts_map_read(&self->m, &l, &w));
+	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
 	EXPECT_EQ(TASKSTATE_RUNNING, taskstate_state(w));
 }
 
@@ -257,7 +257,7 @@ TEST_F(map, mapped_word_equals_sample_while_sleeping)
 	ASSERT_LT(0, tid);
 	ASSERT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 2000));
 	ASSERT_EQ(1, locate1(self->fd, tid, &l));
-	ASSERT_EQ(1, ts_map_read(&self->m, &l, &w));
+	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
 	s = ts_sample_word(self->fd, tid);
 	EXPECT_EQ(s, w);
 	EXPECT_EQ((uint32_t)tid, self->m.entries[l.index].tid);
@@ -283,12 +283,12 @@ TEST_F(map, reuse_of_an_entry_is_noticed)
 
 	ASSERT_LT(0, tid);
 	ASSERT_EQ(1, locate1(self->fd, tid, &old));
-	ASSERT_EQ(1, ts_map_read(&self->m, &old, &w));
+	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &old, &w));
 	tthread_stop(&t);
 	/* freed an RCU grace period after the join, released then */
-	for (i = 0; i < 5000 && ts_map_read(&self->m, &old, &w); i++)
+	for (i = 0; i < 5000 && taskstate_mapping_read(&self->m, &old, &w); i++)
 		ts_sleep_ms(1);
-	ASSERT_EQ(0, ts_map_read(&self->m, &old, &w))
+	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &old, &w))
 		TH_LOG("entry %u still reads gen %u", old.index, old.gen);
 	EXPECT_NE(old.gen, self->m.entries[old.index].gen);
 	/* a grace period more and the slot is free for the next thread */
@@ -302,8 +302,8 @@ TEST_F(map, reuse_of_an_entry_is_noticed)
 		reused = 1;
 		EXPECT_NE(old.gen, l.gen);
 		EXPECT_EQ(1, l.gen & 1);
-		EXPECT_EQ(0, ts_map_read(&self->m, &old, &w));
-		EXPECT_EQ(1, ts_map_read(&self->m, &l, &w));
+		EXPECT_EQ(0, taskstate_mapping_read(&self->m, &old, &w));
+		EXPECT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
 		EXPECT_EQ((uint32_t)tid, self->m.entries[l.index].tid);
 	}
 	for (i = 0; i < n; i++)
@@ -322,9 +322,9 @@ TEST_F(map, untrack_changes_the_gen)
 
 	ASSERT_LT(0, tid);
 	ASSERT_EQ(1, locate1(self->fd, tid, &l));
-	ASSERT_EQ(1, ts_map_read(&self->m, &l, &w));
-	ASSERT_EQ(0, ts_untrack(self->fd, tid, false, NULL));
-	EXPECT_EQ(0, ts_map_read(&self->m, &l, &w));
+	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
+	ASSERT_EQ(0, taskstate_untrack(self->fd, tid, false, NULL));
+	EXPECT_EQ(0, taskstate_mapping_read(&self->m, &l, &w));
 	EXPECT_EQ(0, self->m.entries[l.index].gen & 1);
 	EXPECT_EQ(0, self->m.entries[l.index].tid);
 	EXPECT_EQ(0, locate1(self->fd, tid, &l));
@@ -335,26 +335,26 @@ TEST_F(map, untrack_changes_the_gen)
 TEST_F(map, mapping_outlives_its_fd)
 {
 	struct taskstate_location l;
-	struct ts_map m;
+	struct taskstate_mapping m;
 	struct tthread t;
 	pid_t tid = tthread_start(&t);
 	uint64_t w1, w2 = 0;
-	int fd = ts_open(), i;
+	int fd = taskstate_open(), i;
 
 	ASSERT_LT(0, tid);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, ts_map_open(fd, &m));
+	ASSERT_EQ(0, taskstate_mapping_open(fd, &m));
 	ASSERT_EQ(1, locate1(fd, tid, &l));
-	ts_close(fd);
+	taskstate_close(fd);
 	ASSERT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 2000));
-	ASSERT_EQ(1, ts_map_read(&m, &l, &w1));
+	ASSERT_EQ(1, taskstate_mapping_read(&m, &l, &w1));
 	EXPECT_EQ(TASKSTATE_SLEEPING, taskstate_state(w1));
 	tthread_stop(&t);
 	/* the thread runs to its exit: the word moves, then the gen */
-	for (i = 0; i < 5000 && ts_map_read(&m, &l, &w2) && w2 == w1; i++)
+	for (i = 0; i < 5000 && taskstate_mapping_read(&m, &l, &w2) && w2 == w1; i++)
 		ts_sleep_ms(1);
 	EXPECT_NE(w1, w2);
-	ts_map_close(&m);
+	taskstate_mapping_close(&m);
 }
 
 /* ---- refusals ---- */
@@ -370,7 +370,7 @@ TEST_F(map, shared_writable_mapping_is_eacces)
 	EXPECT_TRUE(p == MAP_FAILED);
 	EXPECT_EQ(EACCES, errno);
 	/* root may open it for writing: the module refuses */
-	rw = open(ts_dev_path(), O_RDWR | O_CLOEXEC);
+	rw = open(taskstate_dev_path(), O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, rw) TH_LOG("open O_RDWR: %s", strerror(errno));
 	p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0);
 	EXPECT_TRUE(p == MAP_FAILED);
@@ -493,12 +493,12 @@ static int child_maps_inherited_fd(void *arg)
 {
 	int fd = *(int *)arg;
 	struct taskstate_location l;
-	struct ts_map m;
+	struct taskstate_mapping m;
 	uint64_t w;
 
-	CHILD_CHECK(ts_map_open(fd, &m) == 0);
+	CHILD_CHECK(taskstate_mapping_open(fd, &m) == 0);
 	CHILD_CHECK(locate1(fd, ts_gettid(), &l) == 1);
-	CHILD_CHECK(ts_map_read(&m, &l, &w) == 1);
+	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w) == 1);
 	CHILD_CHECK(taskstate_state(w) == TASKSTATE_RUNNING);
 	return 0;
 }
@@ -528,15 +528,15 @@ static int child_pidns(void *arg)
 		return 1;
 	if (!pid) {
 		struct taskstate_location l;
-		struct ts_map m;
-		int fd = ts_open();
+		struct taskstate_mapping m;
+		int fd = taskstate_open();
 
 		CHILD_CHECK(fd >= 0);
 		CHILD_CHECK(getpid() == 1);
-		CHILD_CHECK(ts_track(fd, 1, false, NULL) == 0);
+		CHILD_CHECK(taskstate_track(fd, 1, false, NULL) == 0);
 		CHILD_CHECK(locate1(fd, 1, &l) == 1);
 		CHILD_CHECK(l.tgid == 1 && (l.gen & 1));
-		CHILD_CHECK(ts_map_open(fd, &m) == -EPERM);
+		CHILD_CHECK(taskstate_mapping_open(fd, &m) == -EPERM);
 		CHILD_CHECK(mmap(NULL, page_size(), PROT_READ, MAP_SHARED, fd,
 				 0) == MAP_FAILED && errno == EPERM);
 		_exit(0);
@@ -566,7 +566,7 @@ struct exec_arg {
 static void *exec_thread(void *arg)
 {
 	struct exec_arg *a = arg;
-	int fd = ts_open();
+	int fd = taskstate_open();
 	char env[128];
 	char *argv[] = { a->self_exe, NULL };
 	char *envp[] = { env, NULL };
@@ -574,7 +574,7 @@ static void *exec_thread(void *arg)
 	a->tid_before = ts_gettid();
 	if (fd < 0 || locate1(fd, a->tid_before, &a->l) != 1)
 		_exit(2);
-	ts_close(fd);
+	taskstate_close(fd);
 	snprintf(env, sizeof(env), EXEC_ENV "=%u:%u:%d", a->l.index, a->l.gen,
 		 (int)a->tid_before);
 	execve(a->self_exe, argv, envp);
@@ -613,7 +613,7 @@ __attribute__((constructor)) static void exec_check(void)
 	const char *v = getenv(EXEC_ENV);
 	struct taskstate_location l;
 	unsigned int index, gen;
-	struct ts_map m;
+	struct taskstate_mapping m;
 	int fd, before;
 	uint64_t w;
 
@@ -621,14 +621,14 @@ __attribute__((constructor)) static void exec_check(void)
 		return;
 	if (sscanf(v, "%u:%u:%d", &index, &gen, &before) != 3)
 		_exit(10);
-	fd = ts_open();
-	if (fd < 0 || ts_map_open(fd, &m))
+	fd = taskstate_open();
+	if (fd < 0 || taskstate_mapping_open(fd, &m))
 		_exit(11);
 	if (ts_gettid() != getpid() || before == getpid())
 		_exit(12);	/* not the case this test is about */
 	if (locate1(fd, getpid(), &l) != 1 || l.index != index || l.gen != gen)
 		_exit(13);
-	if (!ts_map_read(&m, &l, &w)) {
+	if (!taskstate_mapping_read(&m, &l, &w)) {
 		fprintf(stderr, "# entry %u changed gen at exec\n", index);
 		_exit(14);
 	}

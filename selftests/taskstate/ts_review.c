@@ -38,22 +38,22 @@ FIXTURE(review) {
 
 FIXTURE_SETUP(review)
 {
-	self->fd = ts_open();
+	self->fd = taskstate_open();
 	ASSERT_LE(0, self->fd) TH_LOG("open /dev/taskstate: %s",
 				      strerror(-self->fd));
-	ASSERT_EQ(0, ts_info(self->fd, &self->info));
+	ASSERT_EQ(0, taskstate_info(self->fd, &self->info));
 }
 
 FIXTURE_TEARDOWN(review)
 {
-	ts_close(self->fd);
+	taskstate_close(self->fd);
 }
 
 static uint64_t nr_untracked(int fd)
 {
 	struct taskstate_info info;
 
-	return ts_info(fd, &info) ? ~0ULL : info.nr_untracked;
+	return taskstate_info(fd, &info) ? ~0ULL : info.nr_untracked;
 }
 
 /* ---- 1. UNTRACK of a process racing clone() ---- */
@@ -117,28 +117,28 @@ TEST_F_TIMEOUT(review, untrack_process_racing_clone, 120)
 	ASSERT_EQ(1, read(p[0], &c, 1));
 	close(p[0]);
 
-	end = ts_now_ns() + 8000000000ULL;
-	while (ts_now_ns() < end) {
+	end = taskstate_now_ns() + 8000000000ULL;
+	while (taskstate_now_ns() < end) {
 		struct taskstate_entry *e;
 		uint32_t n;
 		int total;
 
-		ASSERT_EQ(0, ts_track(self->fd, pid, true, &nr));
+		ASSERT_EQ(0, taskstate_track(self->fd, pid, true, &nr));
 		ts_sleep_ms(rounds % 4);
-		ASSERT_EQ(0, ts_untrack(self->fd, pid, true, &nr));
+		ASSERT_EQ(0, taskstate_untrack(self->fd, pid, true, &nr));
 		/*
 		 * A thread missed by the walk that the probe inserted would
 		 * stay: a thread that exits in between is not shown (tid 0).
 		 */
 		ts_sleep_ms(5);
-		total = ts_list(self->fd, pid, &e, &n);
+		total = taskstate_list(self->fd, pid, &e, &n);
 		ASSERT_LE(0, total);
 		free(e);
 		if (total) {
 			leaked++;
 			TH_LOG("round %d: %d threads still tracked after UNTRACK",
 			       rounds, total);
-			ts_untrack(self->fd, pid, true, NULL);
+			taskstate_untrack(self->fd, pid, true, NULL);
 			if (leaked >= 3)
 				break;
 		}
@@ -186,8 +186,8 @@ TEST_F_TIMEOUT(review, snapshot_of_queued_sleeper, 120)
 		unsigned int st;
 
 		/* Untracked and tracked again: the word is a new snapshot. */
-		ts_untrack(self->fd, tid, false, NULL);
-		ASSERT_EQ(0, ts_track(self->fd, tid, false, NULL));
+		taskstate_untrack(self->fd, tid, false, NULL);
+		ASSERT_EQ(0, taskstate_track(self->fd, tid, false, NULL));
 		st = ts_state_of(self->fd, tid);
 		seen[st]++;
 		if (st != TASKSTATE_RUNNING && st != TASKSTATE_RUNNABLE)
@@ -196,7 +196,7 @@ TEST_F_TIMEOUT(review, snapshot_of_queued_sleeper, 120)
 	atomic_store(&hog_stop, 1);
 	pthread_join(h, NULL);
 	if (!self->info.track_all)
-		ts_untrack(self->fd, tid, false, NULL);
+		taskstate_untrack(self->fd, tid, false, NULL);
 	TH_LOG("RUNNING %u, RUNNABLE %u, SLEEPING %u, other %u",
 	       seen[TASKSTATE_RUNNING], seen[TASKSTATE_RUNNABLE],
 	       seen[TASKSTATE_SLEEPING],
@@ -279,7 +279,7 @@ TEST_F_TIMEOUT(review, churn_occupancy, 300)
 		SKIP(return, "track_all=0: the churn's processes are not tracked");
 	u0 = nr_untracked(self->fd);
 	atomic_store(&churn_stop, 0);
-	start = ts_now_ns();
+	start = taskstate_now_ns();
 	for (i = 0; i < 2; i++)
 		ASSERT_EQ(0, pthread_create(&f[i], NULL, forker, NULL));
 	for (i = 0; i < secs * 5; i++) {
@@ -289,8 +289,8 @@ TEST_F_TIMEOUT(review, churn_occupancy, 300)
 		int live;
 
 		ts_sleep_ms(200);
-		ASSERT_EQ(0, ts_info(self->fd, &info));
-		live = ts_list(self->fd, 0, &e, &n);
+		ASSERT_EQ(0, taskstate_info(self->fd, &info));
+		live = taskstate_list(self->fd, 0, &e, &n);
 		ASSERT_LE(0, live);
 		free(e);
 		dead = info.nr_tracked > (uint64_t)live ?
@@ -305,11 +305,11 @@ TEST_F_TIMEOUT(review, churn_occupancy, 300)
 		pthread_join(f[i], NULL);
 	forks = atomic_load(&churn_forks);
 	TH_LOG("%lu forks in %.1f s (%.0f/s); occupancy at most %llu of %u, dead slots at most %llu (%.2f s of exits)",
-	       forks, (ts_now_ns() - start) / 1e9,
-	       forks / ((ts_now_ns() - start) / 1e9),
+	       forks, (taskstate_now_ns() - start) / 1e9,
+	       forks / ((taskstate_now_ns() - start) / 1e9),
 	       (unsigned long long)max_occ, self->info.max_threads,
 	       (unsigned long long)max_dead,
-	       max_dead / (forks / ((ts_now_ns() - start) / 1e9)));
+	       max_dead / (forks / ((taskstate_now_ns() - start) / 1e9)));
 	EXPECT_LT(0, forks);
 	if (2 * max_occ < self->info.max_threads)
 		EXPECT_EQ(u0, nr_untracked(self->fd));
@@ -328,8 +328,8 @@ TEST_F_TIMEOUT(review, nr_untracked_counts_threads, 120)
 	if (self->info.track_all || self->info.max_threads > 256)
 		SKIP(return, "needs track_all=0 and max_threads <= 256");
 	/* Our process, with inheritance: its new threads are tracked. */
-	ASSERT_EQ(0, ts_track(self->fd, getpid(), true, &nr));
-	ASSERT_EQ(0, ts_info(self->fd, &info));
+	ASSERT_EQ(0, taskstate_track(self->fd, getpid(), true, &nr));
+	ASSERT_EQ(0, taskstate_info(self->fd, &info));
 	ASSERT_LE(info.nr_tracked, info.max_threads);
 	n = info.max_threads - info.nr_tracked + extra;
 	t = calloc(n, sizeof(*t));
@@ -347,11 +347,11 @@ TEST_F_TIMEOUT(review, nr_untracked_counts_threads, 120)
 
 	/* Asking again and again for one of them: ENOSPC, not counted. */
 	for (i = 0; i < 10; i++)
-		EXPECT_EQ(-ENOSPC, ts_track(self->fd, tids[n - 1], false, NULL));
+		EXPECT_EQ(-ENOSPC, taskstate_track(self->fd, tids[n - 1], false, NULL));
 	EXPECT_EQ(u0 + extra, nr_untracked(self->fd));
 
 	park_stop_all(t, n);
-	ts_untrack(self->fd, getpid(), true, NULL);
+	taskstate_untrack(self->fd, getpid(), true, NULL);
 	free(t);
 	free(tids);
 }
@@ -427,7 +427,7 @@ TEST_F_TIMEOUT(review, long_walks_with_full_table, 300)
 	ASSERT_TRUE(t && tids && e);
 	/* Threads until the table is full, with a few left untracked. */
 	ASSERT_EQ(0, park_start());
-	ASSERT_EQ(0, ts_info(self->fd, &info));
+	ASSERT_EQ(0, taskstate_info(self->fd, &info));
 	u0 = info.nr_untracked;
 	for (i = info.nr_tracked; i < cap + 8; i++) {
 		pthread_attr_t a;
@@ -442,13 +442,13 @@ TEST_F_TIMEOUT(review, long_walks_with_full_table, 300)
 		while (!__atomic_load_n(&tids[i], __ATOMIC_ACQUIRE))
 			ts_sleep_ms(1);
 	/* Full: the table had to leave some of them untracked. */
-	ASSERT_EQ(0, ts_info(self->fd, &info));
+	ASSERT_EQ(0, taskstate_info(self->fd, &info));
 	EXPECT_LT(u0, info.nr_untracked);
 	ASSERT_LT(0, n);
 	for (i = 0; i < TASKSTATE_BATCH_MAX; i++)
 		e[i].tid = tids[i % n];
 	t0 = mono_ns();
-	found = ts_sample(self->fd, e, TASKSTATE_BATCH_MAX);
+	found = taskstate_sample(self->fd, e, TASKSTATE_BATCH_MAX);
 	sample_ns = mono_ns() - t0;
 	EXPECT_LE(TASKSTATE_BATCH_MAX / 2, found);
 
@@ -490,13 +490,13 @@ static int info_in_child_pidns(int fd)
 	uint32_t n;
 	int total;
 
-	if (ts_track(fd, getpid(), false, NULL))
+	if (taskstate_track(fd, getpid(), false, NULL))
 		return 2;
-	total = ts_list(fd, 0, &e, &n);
+	total = taskstate_list(fd, 0, &e, &n);
 	if (total < 0)
 		return 3;
 	free(e);
-	if (ts_info(fd, &info))
+	if (taskstate_info(fd, &info))
 		return 4;
 	/* Only pid 1 is visible here; the count includes the outside. */
 	if (getpid() != 1 || total != 1 || info.nr_tracked < 2) {
@@ -513,7 +513,7 @@ TEST_F(review, info_counts_are_system_wide_in_child_pidns)
 	pid_t pid;
 
 	/* At least one tracked thread outside: ours. */
-	ASSERT_EQ(0, ts_track(self->fd, ts_gettid(), false, NULL));
+	ASSERT_EQ(0, taskstate_track(self->fd, ts_gettid(), false, NULL));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {

@@ -28,11 +28,11 @@ FIXTURE_SETUP(ts)
 {
 	uint64_t nr;
 
-	self->fd = ts_open();
+	self->fd = taskstate_open();
 	ASSERT_LE(0, self->fd) TH_LOG("open /dev/taskstate: %s",
 				      strerror(-self->fd));
 	/* The harness runs each test in a child: track it and its children. */
-	ASSERT_EQ(0, ts_track(self->fd, getpid(), true, &nr));
+	ASSERT_EQ(0, taskstate_track(self->fd, getpid(), true, &nr));
 	ASSERT_LE(1, nr);
 	/* Every word read below is also checked through the mapping. */
 	ASSERT_EQ(0, ts_xcheck_map(self->fd));
@@ -40,7 +40,7 @@ FIXTURE_SETUP(ts)
 
 FIXTURE_TEARDOWN(ts)
 {
-	ts_close(self->fd);
+	taskstate_close(self->fd);
 }
 
 static atomic_int stop;
@@ -429,9 +429,9 @@ static void *sleep_spin_loop(struct tid_thread *t)
 {
 	(void)t;
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-		uint64_t end = ts_now_ns() + 500000;
+		uint64_t end = taskstate_now_ns() + 500000;
 
-		while (ts_now_ns() < end)
+		while (taskstate_now_ns() < end)
 			;
 		ts_sleep_ms(1);
 	}
@@ -453,8 +453,8 @@ TEST_F(ts, since_never_future_never_backwards)
 
 		for (j = 0; j < 4; j++)
 			e[j].tid = t[j].tid;
-		ASSERT_EQ(4, ts_sample(self->fd, e, 4));
-		now = ts_now_ns();
+		ASSERT_EQ(4, taskstate_sample(self->fd, e, 4));
+		now = taskstate_now_ns();
 		for (k = 0; k < 4; k++) {
 			uint64_t since = taskstate_since_ns(e[k].word);
 
@@ -490,16 +490,16 @@ TEST_F(ts, since_stays_while_state_does)
 
 	ASSERT_LT(0, start_thread(&t, sleep_2s));
 	w0 = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 100);
-	now0 = ts_now_ns();
+	now0 = taskstate_now_ns();
 	ASSERT_NE(0, w0);
 	/*
 	 * For 200 ms and at least five samples (a loaded TCG host can stretch
 	 * the 20 ms naps), well before it wakes, the word does not move.
 	 */
-	while (ts_now_ns() - now0 < 200000000ULL || samples < 5) {
+	while (taskstate_now_ns() - now0 < 200000000ULL || samples < 5) {
 		ts_sleep_ms(20);
 		w = ts_word_of(self->fd, t.tid);
-		now = ts_now_ns();
+		now = taskstate_now_ns();
 		ASSERT_EQ(w0, w);
 		samples++;
 	}
@@ -522,7 +522,7 @@ TEST_F(ts, new_threads_and_children_appear)
 	if (pid == 0) {
 		/* A grandchild too. */
 		pid_t gc = fork_sleeper();
-		int fd = ts_open();
+		int fd = taskstate_open();
 		bool ok = gc > 0 && fd >= 0 &&
 			  ts_wait_state(fd, gc, TASKSTATE_SLEEPING, 2000);
 
@@ -555,8 +555,8 @@ TEST_F(ts, freed_threads_disappear)
 	ASSERT_LT(0, start_thread(&t, exit_now));
 	pthread_join(t.thread, NULL);
 	/* Freed a grace period or two after it exits. */
-	end = ts_now_ns() + 2000000000ULL;
-	while (ts_word_of(self->fd, t.tid) && ts_now_ns() < end)
+	end = taskstate_now_ns() + 2000000000ULL;
+	while (ts_word_of(self->fd, t.tid) && taskstate_now_ns() < end)
 		ts_sleep_ms(5);
 	EXPECT_EQ(0, ts_word_of(self->fd, t.tid));
 }
@@ -566,7 +566,7 @@ static uint32_t count_own_threads(int fd)
 	struct taskstate_entry *e;
 	uint32_t n = 0;
 
-	if (ts_list(fd, getpid(), &e, &n) < 0)
+	if (taskstate_list(fd, getpid(), &e, &n) < 0)
 		return UINT32_MAX;
 	free(e);
 	return n;
@@ -581,7 +581,7 @@ TEST_F_TIMEOUT(ts, occupancy_back_after_10000_threads, 300)
 	uint64_t end;
 	int i, j;
 
-	ASSERT_EQ(0, ts_info(self->fd, &before));
+	ASSERT_EQ(0, taskstate_info(self->fd, &before));
 	own_before = count_own_threads(self->fd);
 	ASSERT_EQ(1, own_before);
 	for (i = 0; i < 10000; i += 16) {
@@ -591,15 +591,15 @@ TEST_F_TIMEOUT(ts, occupancy_back_after_10000_threads, 300)
 		for (j = 0; j < 16; j++)
 			pthread_join(th[j], NULL);
 	}
-	end = ts_now_ns() + 5000000000ULL;
+	end = taskstate_now_ns() + 5000000000ULL;
 	do {
 		own = count_own_threads(self->fd);
-		ASSERT_EQ(0, ts_info(self->fd, &after));
+		ASSERT_EQ(0, taskstate_info(self->fd, &after));
 		if (own == own_before &&
 		    after.nr_tracked <= before.nr_tracked)
 			break;
 		ts_sleep_ms(20);
-	} while (ts_now_ns() < end);
+	} while (taskstate_now_ns() < end);
 	EXPECT_EQ(own_before, own);
 	/*
 	 * The rest of the system may have started a kernel worker or two
@@ -654,7 +654,7 @@ TEST_F(ts, pid_reuse_never_shows_old_word)
 			sched_yield();
 		/* Right away, before the old task is freed. */
 		ASSERT_EQ(0, set_last_pid(a.tid - 1));
-		t0 = ts_now_ns();
+		t0 = taskstate_now_ns();
 		stop = 0;
 		ASSERT_LT(0, start_thread(&b, spin));
 		if (b.tid == a.tid)
@@ -673,7 +673,7 @@ TEST_F(ts, pid_reuse_never_shows_old_word)
 	wb = ts_word_of(self->fd, b.tid);
 	EXPECT_LE(t0, taskstate_since_ns(wb));
 	EXPECT_NE(TASKSTATE_NONE, taskstate_state(wb));
-	ASSERT_LE(0, ts_list(self->fd, getpid(), &e, &n));
+	ASSERT_LE(0, taskstate_list(self->fd, getpid(), &e, &n));
 	for (i = 0; i < n; i++)
 		hits += e[i].tid == (uint32_t)b.tid;
 	free(e);
@@ -715,7 +715,7 @@ TEST_F(ts, debugfs_table)
 		ASSERT_EQ(6, sscanf(line, "%d %d %15s %llu %llu %31s", &tid,
 				    &tgid, state, &since, &age, comm))
 			TH_LOG("bad line: %s", line);
-		ASSERT_LE(0, ts_state_from_name(state)) TH_LOG("%s", line);
+		ASSERT_LE(0, taskstate_state_from_name(state)) TH_LOG("%s", line);
 		if (tid != t.tid)
 			continue;
 		found++;
@@ -761,14 +761,14 @@ TEST_F(ts, track_snapshots_current_state)
 	ASSERT_LT(0, start_thread(&spinner, spin));
 	w0 = ts_wait_state(self->fd, sleeper.tid, TASKSTATE_SLEEPING, 1000);
 	ASSERT_NE(0, w0);
-	ASSERT_EQ(0, ts_untrack(self->fd, sleeper.tid, false, &nr));
+	ASSERT_EQ(0, taskstate_untrack(self->fd, sleeper.tid, false, &nr));
 	ASSERT_EQ(1, nr);
-	ASSERT_EQ(0, ts_untrack(self->fd, spinner.tid, false, &nr));
+	ASSERT_EQ(0, taskstate_untrack(self->fd, spinner.tid, false, &nr));
 	ASSERT_EQ(1, nr);
 	ASSERT_EQ(0, ts_word_of(self->fd, sleeper.tid));
 
-	t0 = ts_now_ns();
-	ASSERT_EQ(0, ts_track(self->fd, sleeper.tid, false, &nr));
+	t0 = taskstate_now_ns();
+	ASSERT_EQ(0, taskstate_track(self->fd, sleeper.tid, false, &nr));
 	w = ts_word_of(self->fd, sleeper.tid);
 	EXPECT_EQ(TASKSTATE_SLEEPING, taskstate_state(w));
 	/*
@@ -779,10 +779,10 @@ TEST_F(ts, track_snapshots_current_state)
 	EXPECT_LE(taskstate_since_ns(w0), taskstate_since_ns(w) + 50000000ULL);
 	TH_LOG("snapshot's estimate %+lld ns from the observed switch-out",
 	       (long long)(taskstate_since_ns(w) - taskstate_since_ns(w0)));
-	ASSERT_EQ(0, ts_track(self->fd, spinner.tid, false, &nr));
+	ASSERT_EQ(0, taskstate_track(self->fd, spinner.tid, false, &nr));
 	st = ts_state_of(self->fd, spinner.tid);
 	EXPECT_TRUE(st == TASKSTATE_RUNNING || st == TASKSTATE_RUNNABLE)
-		TH_LOG("spinner is %s", ts_state_name(st));
+		TH_LOG("spinner is %s", taskstate_state_name(st));
 	stop = 1;
 	wake_futex(&sleeper);
 	pthread_join(sleeper.thread, NULL);
@@ -808,14 +808,14 @@ TEST_F(ts, io_uring_worker_threads_are_tracked)
 		SKIP(return, "io_uring is not available: %s", strerror(errno));
 	ASSERT_LE(0, ring) TH_LOG("io_uring_setup: %s", strerror(errno));
 	/* The SQ poll thread is named iou-sqp-<pid>. */
-	end = ts_now_ns() + 2000000000ULL;
+	end = taskstate_now_ns() + 2000000000ULL;
 	do {
-		ASSERT_LE(0, ts_list(self->fd, getpid(), &e, &n));
+		ASSERT_LE(0, taskstate_list(self->fd, getpid(), &e, &n));
 		for (i = 0; i < n; i++)
-			tracked += ts_comm(e[i].tid, comm, sizeof(comm)) > 0 &&
+			tracked += taskstate_comm(e[i].tid, comm, sizeof(comm)) > 0 &&
 				   !strncmp(comm, "iou-sqp-", 8);
 		free(e);
-	} while (!tracked && ts_now_ns() < end && (ts_sleep_ms(10), 1));
+	} while (!tracked && taskstate_now_ns() < end && (ts_sleep_ms(10), 1));
 	EXPECT_EQ(1, tracked);
 	close(ring);
 }

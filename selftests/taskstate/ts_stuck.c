@@ -153,33 +153,33 @@ TEST(stuck_threads_show_their_age)
 	ASSERT_EQ(0, kill(stopped, SIGSTOP));
 	ts_sleep_ms(STUCK_MS);
 
-	t_track = ts_now_ns();
+	t_track = taskstate_now_ns();
 	if (cmd) {
 		ASSERT_EQ(0, system(cmd)) TH_LOG("%s", cmd);
-		fd = ts_open();
+		fd = taskstate_open();
 		ASSERT_LE(0, fd);
 	} else {
 		struct taskstate_info info;
 
-		fd = ts_open();
+		fd = taskstate_open();
 		ASSERT_LE(0, fd);
-		ASSERT_EQ(0, ts_info(fd, &info));
+		ASSERT_EQ(0, taskstate_info(fd, &info));
 		ASSERT_EQ(0, info.track_all);
-		ASSERT_EQ(0, ts_track(fd, proc, true, NULL));
-		ASSERT_EQ(0, ts_track(fd, stopped, true, NULL));
+		ASSERT_EQ(0, taskstate_track(fd, proc, true, NULL));
+		ASSERT_EQ(0, taskstate_track(fd, stopped, true, NULL));
 	}
 	ASSERT_EQ(0, pthread_create(&nt, NULL, newcomer, &new_tid));
 	while (!__atomic_load_n(&new_tid, __ATOMIC_ACQUIRE))
 		ts_sleep_ms(1);
 	if (!cmd)
-		ASSERT_EQ(0, ts_track(fd, new_tid, false, NULL));
+		ASSERT_EQ(0, taskstate_track(fd, new_tid, false, NULL));
 
 	for (i = 0; i < NR_T; i++)
 		e[i].tid = tid[i];
 	e[NR_T].tid = new_tid;
-	ASSERT_EQ(NR_T + 1, ts_sample(fd, e, NR_T + 1));
+	ASSERT_EQ(NR_T + 1, taskstate_sample(fd, e, NR_T + 1));
 	for (i = 0; i < NR_T; i++) {
-		uint64_t age = taskstate_age_ns(e[i].word, ts_now_ns());
+		uint64_t age = taskstate_age_ns(e[i].word, taskstate_now_ns());
 
 		TH_LOG("%s: %s for %.3f s", t_name[i],
 		       taskstate_state_name(taskstate_state(e[i].word)),
@@ -189,7 +189,7 @@ TEST(stuck_threads_show_their_age)
 	}
 	/* Started after tracking began: its time is its own. */
 	EXPECT_LE(t_track, taskstate_since_ns(e[NR_T].word));
-	EXPECT_GT(MIN_AGE_NS, taskstate_age_ns(e[NR_T].word, ts_now_ns()));
+	EXPECT_GT(MIN_AGE_NS, taskstate_age_ns(e[NR_T].word, taskstate_now_ns()));
 
 	pthread_join(nt, NULL);
 	kill(stopped, SIGKILL);
@@ -197,7 +197,7 @@ TEST(stuck_threads_show_their_age)
 	kill(proc, SIGKILL);
 	waitpid(stopped, NULL, 0);
 	waitpid(proc, NULL, 0);
-	ts_close(fd);
+	taskstate_close(fd);
 }
 
 TEST_HARNESS_MAIN

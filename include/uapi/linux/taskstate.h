@@ -76,16 +76,6 @@ static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
 	return age > (TASKSTATE_TIME_MASK >> 1) ? 0 : age;
 }
 
-static __inline__ const char *taskstate_state_name(unsigned int state)
-{
-	static const char *const names[TASKSTATE_NR_STATES] = {
-		"NONE", "RUNNING", "RUNNABLE", "SLEEPING",
-		"BLOCKED", "STOPPED", "TRACED", "DEAD",
-	};
-
-	return state < TASKSTATE_NR_STATES ? names[state] : "?";
-}
-
 /*
  * The largest count TASKSTATE_IOC_SAMPLE accepts, and the largest
  * TASKSTATE_IOC_LIST accepts: the most threads the module can track (its
