@@ -28,9 +28,11 @@
  *    the entry's tid after de_thread(), under ts_lock (ts_retid()).
  *
  * Hence a plain store (ts_word_store()) is enough, and the probes may read
- * their own word to skip a store that would not change the state.  The one
- * other write, the snapshot when tracking starts, only replaces an empty
- * word (ts_word_init()), a grace period after the slot was published.
+ * their own word to skip a store that would not change the state, and
+ * add to the per-state totals without an atomic read-modify-write
+ * (ts_pub_set(), entry.h).  The one other write, the snapshot when
+ * tracking starts, only replaces an empty word (ts_pub_first()), a grace
+ * period after the slot was published.
  *
  * Mixing a plain store with the snapshot's cmpxchg assumes cmpxchg is one
  * instruction, as on x86 and arm64 (on parisc it is a read and a write
@@ -83,14 +85,11 @@ static inline void ts_fault_newtask_delay(void)
 }
 #endif
 
-/* Write @state unless the word holds it already: the time must not move. */
+/* Write @state unless the word holds it already (entry.h). */
 static __always_inline void ts_set(struct ts_slot *s, unsigned int state,
 				   u64 now)
 {
-	struct ts_word *w = ts_slot_word(s);
-
-	if (taskstate_state(ts_word_load(w)) != state)
-		ts_word_store(w, taskstate_pack(state, now));
+	ts_pub_set(ts_slot_pub(s), state, now);
 }
 
 static unsigned int ts_prev_state(bool preempt, struct task_struct *prev,

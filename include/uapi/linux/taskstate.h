@@ -77,6 +77,79 @@ static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
 }
 
 /*
+ * DOC: Per-state totals
+ *
+ * With the module's totals parameter on (INFO: map_flags has
+ * TASKSTATE_MAP_F_TOTALS), each tracked thread also has cumulative
+ * nanoseconds per state: RUNNING, RUNNABLE, SLEEPING, BLOCKED, and one
+ * total for the rest (STOPPED, TRACED, DEAD).  The scheduler's probes
+ * keep them: at each change of state they add the time spent in the old
+ * state, from its since-time to the change, to the old state's total.
+ * start_ns is the since-time of the thread's first word (when tracking
+ * began, or the scheduler's estimate of when the thread entered the
+ * state it was in then).  So for every word W but the empty one (0,
+ * whose totals are zero):
+ *
+ *	start_ns + sum(state_ns[]) == since(W)		(mod 2^61)
+ *
+ * and the time in the current state, age(W), is in no total yet: a
+ * reader adds it to its state's total (taskstate_totals_at()).
+ *
+ * Reading them consistently without a lock.  One writer at a time
+ * changes W to W' as: smp_wmb(); total[state(W)] += since(W') - since(W);
+ * smp_wmb(); word = W'.  The first word is written by a compare-and-swap
+ * from 0 and start_ns only after it, by the writer that won.  A reader
+ * loads the word (acquire), the totals, a fence (acquire), the word again,
+ * and accepts only if both words are equal and the invariant holds.
+ * Why that is enough: (1) the first word load saw W, and every total
+ * stored before W's store is visible after the acquire: the totals read
+ * are at least W's.  (2) A total stored by a change after W' follows the
+ * store of W' (the first smp_wmb()); had the reader seen it, the fence
+ * would make its second load see W' or later, not W.  So at most the
+ * one total the change to W' adds to was read newer than W's, by
+ * d = since(W') - since(W); with d > 0 the sum is off by d and the
+ * invariant fails, with d = 0 the totals are W's anyway.  (3) A reader
+ * that sees the first word before its start_ns reads start_ns 0, and the
+ * sum is off by the real start: it fails too.  Only the sum is checked,
+ * so the totals are read whole: 64-bit loads that do not tear, as for the
+ * word.  Comparing words alone is not enough: a reader between a change's
+ * total and its word sees the old word twice around a newer total.
+ * Readers retry on a failed check; a change takes nanoseconds.
+ */
+#define TASKSTATE_MAP_NR_TOTALS	5
+
+#define TASKSTATE_TOTAL_RUNNING		0
+#define TASKSTATE_TOTAL_RUNNABLE	1
+#define TASKSTATE_TOTAL_SLEEPING	2
+#define TASKSTATE_TOTAL_BLOCKED		3
+#define TASKSTATE_TOTAL_OTHER		4	/* STOPPED, TRACED, DEAD */
+
+/* Which total the time in @state goes to. */
+static __inline__ unsigned int taskstate_total_of(unsigned int state)
+{
+	return state >= TASKSTATE_RUNNING && state <= TASKSTATE_BLOCKED ?
+	       state - TASKSTATE_RUNNING : TASKSTATE_TOTAL_OTHER;
+}
+
+/* A thread's totals: in the mapping's entry, and from SAMPLE and LIST. */
+struct taskstate_totals {
+	__u64 start_ns;		/* since-time of the first word */
+	__u64 state_ns[TASKSTATE_MAP_NR_TOTALS];  /* TASKSTATE_TOTAL_* */
+};
+
+/* The invariant above: do @t belong to @word? */
+static __inline__ int taskstate_totals_match(__u64 word,
+					     const struct taskstate_totals *t)
+{
+	__u64 sum = t->start_ns;
+	int i;
+
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		sum += t->state_ns[i];
+	return ((sum - word) & TASKSTATE_TIME_MASK) == 0;
+}
+
+/*
  * The largest count TASKSTATE_IOC_SAMPLE accepts, and the largest
  * TASKSTATE_IOC_LIST accepts: the most threads the module can track (its
  * max_threads parameter is at most this).
@@ -145,6 +218,12 @@ struct taskstate_entry {
  * TASKSTATE_IOC_SAMPLE: the words of many threads at once.  A tid that is
  * unknown, gone or untracked is answered with word 0 (NONE) and tgid 0;
  * it does not fail the call.  Returns the number of threads found.
+ *
+ * Version 1 adds totals: if not 0, a pointer to count struct
+ * taskstate_totals, filled for entry i with the totals that match its
+ * word (all zero for a word 0).  EOPNOTSUPP if the module keeps no totals
+ * (INFO's map_flags without TASKSTATE_MAP_F_TOTALS), EAGAIN if a thread's
+ * writer kept changing them for the whole bounded retry (not seen).
  */
 struct taskstate_sample {
 	__u32 size;		/* in: sizeof(struct taskstate_sample) */
@@ -152,9 +231,12 @@ struct taskstate_sample {
 	__u32 count;		/* in: entries, at most TASKSTATE_BATCH_MAX */
 	__u32 found;		/* out: entries answered with a word */
 	__u64 entries;		/* in: pointer to struct taskstate_entry[] */
+	/* Version 1 (TASKSTATE_SAMPLE_SIZE_VER1) */
+	__u64 totals;		/* in: 0, or pointer to taskstate_totals[] */
 };
 
 #define TASKSTATE_SAMPLE_SIZE_VER0	24
+#define TASKSTATE_SAMPLE_SIZE_VER1	32
 
 /*
  * TASKSTATE_IOC_LIST: every tracked thread visible in the caller's pid
@@ -170,9 +252,12 @@ struct taskstate_list {
 	__u64 entries;		/* in: pointer to struct taskstate_entry[] */
 	__u32 filled;		/* out: entries written */
 	__u32 total;		/* out: matching tracked threads */
+	/* Version 1 (TASKSTATE_LIST_SIZE_VER1), as in SAMPLE: */
+	__u64 totals;		/* in: 0, or pointer to taskstate_totals[] */
 };
 
 #define TASKSTATE_LIST_SIZE_VER0	32
+#define TASKSTATE_LIST_SIZE_VER1	40
 
 /*
  * TASKSTATE_IOC_LOCATE: where the threads named by tid (in the caller's
@@ -284,7 +369,6 @@ struct taskstate_locate {
  * (de_thread()); the module updates the entry's tid, same entry and gen.
  */
 #define TASKSTATE_MAP_LAYOUT	1
-#define TASKSTATE_MAP_NR_TOTALS	5
 
 /* INFO's map_flags: which optional fields the module keeps current. */
 #define TASKSTATE_MAP_F_TOTALS	(1U << 0)	/* start_ns and state_ns[] */
@@ -293,11 +377,12 @@ struct taskstate_map_entry {
 	__u64 word;		/* the packed word, as SAMPLE returns it */
 	__u32 tid;		/* initial pid namespace tid, 0 when free */
 	__u32 gen;		/* odd while owned; see the read protocol */
-	__u64 start_ns;		/* with _F_TOTALS: when tracking began */
 	/*
-	 * With _F_TOTALS: ns spent RUNNING, RUNNABLE, SLEEPING, BLOCKED,
-	 * and in any other state, up to since(word).  Zero without it.
+	 * With _F_TOTALS, struct taskstate_totals (zero without it): start_ns,
+	 * then ns spent RUNNING, RUNNABLE, SLEEPING, BLOCKED, and in any
+	 * other state, up to since(word).  Read by "DOC: Per-state totals".
 	 */
+	__u64 start_ns;
 	__u64 state_ns[TASKSTATE_MAP_NR_TOTALS];
 };
 
@@ -322,6 +407,36 @@ taskstate_map_read(const struct taskstate_map_entry *e, __u32 gen,
 	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen)
 		return 0;
 	*word = w;
+	return 1;
+}
+
+/*
+ * One read of a located entry's word and totals, by both protocols (the
+ * mapping's and "DOC: Per-state totals").  Returns 1 with *word and *t
+ * consistent, 0 once the entry is not that thread's, -1 if the writer
+ * changed them during the read: read again.
+ */
+static __inline__ int
+taskstate_map_read_totals(const struct taskstate_map_entry *e, __u32 gen,
+			  __u64 *word, struct taskstate_totals *t)
+{
+	__u64 w1, w2;
+	int i;
+
+	if (__atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) != gen)
+		return 0;
+	w1 = __atomic_load_n(&e->word, __ATOMIC_ACQUIRE);
+	t->start_ns = __atomic_load_n(&e->start_ns, __ATOMIC_RELAXED);
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		t->state_ns[i] = __atomic_load_n(&e->state_ns[i],
+						 __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	w2 = __atomic_load_n(&e->word, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen)
+		return 0;
+	if (w1 != w2 || !taskstate_totals_match(w1, t))
+		return -1;
+	*word = w1;
 	return 1;
 }
 #endif
