@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ts_totals: per-state cumulative time (issue 13).
+ *
+ * The totals match their word (start_ns + sum == since), add up to the
+ * time since tracking began, put a nanosleep in SLEEPING, a vfork wait in
+ * BLOCKED and a SIGSTOP in OTHER, agree between SAMPLE and the mapping,
+ * and agree with the scheduler's own accounting (/proc/<tid>/schedstat:
+ * on-CPU time and run-queue wait) for a spinner, a sleeper and threads
+ * contending for one CPU.
+ *
+ * With the module loaded with totals=0, run_vm.sh runs totals_off alone
+ * (SAMPLE and LIST refuse totals with EOPNOTSUPP); the others need
+ * totals and skip without them, totals_off skips with them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "common.h"
+#include "kselftest_harness.h"
+#include "harness_filter.h"
+
+_Static_assert(sizeof(struct taskstate_totals) == 48 &&
+	       offsetof(struct taskstate_totals, state_ns) == 8,
+	       "totals layout");
+_Static_assert(offsetof(struct taskstate_map_entry, start_ns) == 16 &&
+	       offsetof(struct taskstate_map_entry, state_ns) == 24,
+	       "entry layout");
+_Static_assert(TASKSTATE_SAMPLE_SIZE_VER1 == 32 &&
+	       offsetof(struct taskstate_sample, totals) == 24 &&
+	       TASKSTATE_LIST_SIZE_VER1 == 40 &&
+	       offsetof(struct taskstate_list, totals) == 32,
+	       "version 1 layouts");
+
+#define MS		1000000ULL
+#define NT		TASKSTATE_MAP_NR_TOTALS
+
+/* One thread's totals up to a moment, and its word then. */
+struct snap {
+	uint64_t word;
+	uint64_t now;
+	struct taskstate_totals t;
+	uint64_t at[NT];	/* the totals up to now */
+};
+
+FIXTURE(totals) {
+	int fd;
+	struct taskstate_info info;
+	bool mapped;
+};
+
+FIXTURE_SETUP(totals)
+{
+	self->fd = taskstate_open();
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, taskstate_info(self->fd, &self->info));
+	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
+		SKIP(return, "the module keeps no totals (totals=0)");
+	/* track_all=0: this process, its threads and children. */
+	if (!self->info.track_all)
+		ASSERT_EQ(0, taskstate_track(self->fd, getpid(), true, NULL));
+	self->mapped = !taskstate_mapping_open(self->fd, &ts_xmap);
+}
+
+FIXTURE_TEARDOWN(totals)
+{
+	if (self->mapped)
+		taskstate_mapping_close(&ts_xmap);
+	taskstate_close(self->fd);
+}
+
+/* @tid's word and totals by SAMPLE, and up to now; 0 if not found. */
+static int snap_of(int fd, pid_t tid, struct snap *s)
+{
+	struct taskstate_entry e = { .tid = (uint32_t)tid };
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	ret = taskstate_sample_totals(fd, &e, &s->t, 1);
+	if (ret != 1)
+		return ret < 0 ? ret : -ENOENT;
+	s->now = taskstate_now_ns();
+	s->word = e.word;
+	taskstate_totals_at(s->word, &s->t, s->now, s->at);
+	return 0;
+}
+
+static uint64_t sum_at(const struct snap *s)
+{
+	uint64_t sum = 0;
+	int i;
+
+	for (i = 0; i < NT; i++)
+		sum += s->at[i];
+	return sum;
+}
+
+/* Run time and run-queue wait from /proc/self/task/<tid>/schedstat. */
+static int schedstat_of(pid_t tid, uint64_t *run, uint64_t *wait)
+{
+	unsigned long long r, w;
+	char path[64];
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%llu %llu", &r, &w);
+	fclose(f);
+	if (n != 2)
+		return -EINVAL;
+	*run = r;
+	*wait = w;
+	return 0;
+}
+
+/*
+ * How far the totals may be from schedstat: each switch is stamped by
+ * the tracepoint a little after (in) or before (out) the run queue clock
+ * the scheduler uses, a few microseconds under TCG, and each side has
+ * its own clock read; 5 ms plus 3% of the interval covers hundreds of
+ * switches, and a wrong bucket (a whole state's time elsewhere) is far
+ * outside it.
+ */
+static bool close_to(uint64_t a, uint64_t b, uint64_t span)
+{
+	uint64_t d = a > b ? a - b : b - a;
+
+	return d <= 5 * MS + span / 33;
+}
+
+/* Every word's totals match it, and sum to the time since start_ns. */
+TEST_F(totals, match_their_word_and_sum_to_time_since_start)
+{
+	struct snap s;
+	uint64_t since;
+
+	ASSERT_EQ(0, snap_of(self->fd, ts_gettid(), &s));
+	ASSERT_EQ(TASKSTATE_RUNNING, taskstate_state(s.word));
+	EXPECT_TRUE(taskstate_totals_match(s.word, &s.t));
+	since = taskstate_since_ns(s.word);
+	EXPECT_NE(0, s.t.start_ns);
+	EXPECT_LE(s.t.start_ns, since);
+	EXPECT_LE(since, s.now);
+	EXPECT_EQ(s.now - s.t.start_ns, sum_at(&s));
+	/* Our own thread ran to get here. */
+	EXPECT_LT(0, s.at[TASKSTATE_TOTAL_RUNNING]);
+}
+
+/* A nanosleep lands in SLEEPING, and the run and wait match schedstat. */
+TEST_F(totals, nanosleep_is_sleeping)
+{
+	uint64_t r0, w0, r1, w1;
+	struct snap a, b;
+	pid_t tid = ts_gettid();
+
+	ASSERT_EQ(0, snap_of(self->fd, tid, &a));
+	ASSERT_EQ(0, schedstat_of(tid, &r0, &w0));
+	ts_sleep_ms(300);
+	ASSERT_EQ(0, schedstat_of(tid, &r1, &w1));
+	ASSERT_EQ(0, snap_of(self->fd, tid, &b));
+	EXPECT_LE(290 * MS, b.at[TASKSTATE_TOTAL_SLEEPING] -
+			    a.at[TASKSTATE_TOTAL_SLEEPING]);
+	EXPECT_GE(b.now - a.now, b.at[TASKSTATE_TOTAL_SLEEPING] -
+				 a.at[TASKSTATE_TOTAL_SLEEPING]);
+	EXPECT_EQ(a.at[TASKSTATE_TOTAL_BLOCKED], b.at[TASKSTATE_TOTAL_BLOCKED]);
+	EXPECT_EQ(a.at[TASKSTATE_TOTAL_OTHER], b.at[TASKSTATE_TOTAL_OTHER]);
+	/* Both sides ran this thread only briefly between the reads. */
+	EXPECT_TRUE(close_to(b.at[TASKSTATE_TOTAL_RUNNING] -
+			     a.at[TASKSTATE_TOTAL_RUNNING], r1 - r0,
+			     b.now - a.now));
+	EXPECT_TRUE(close_to(b.at[TASKSTATE_TOTAL_RUNNABLE] -
+			     a.at[TASKSTATE_TOTAL_RUNNABLE], w1 - w0,
+			     b.now - a.now));
+}
+
+/* A vfork parent waits in D state: BLOCKED. */
+TEST_F(totals, vfork_wait_is_blocked)
+{
+	struct snap a, b;
+	pid_t tid = ts_gettid(), pid;
+
+	ASSERT_EQ(0, snap_of(self->fd, tid, &a));
+	pid = vfork();
+	if (!pid) {
+		struct timespec ts = { 0, 300 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		_exit(0);
+	}
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, snap_of(self->fd, tid, &b));
+	waitpid(pid, NULL, 0);
+	EXPECT_LE(290 * MS, b.at[TASKSTATE_TOTAL_BLOCKED] -
+			    a.at[TASKSTATE_TOTAL_BLOCKED]);
+	EXPECT_GE(b.now - a.now, b.at[TASKSTATE_TOTAL_BLOCKED] -
+				 a.at[TASKSTATE_TOTAL_BLOCKED]);
+}
+
+/* A stopped process's time goes to OTHER. */
+TEST_F(totals, sigstop_is_other)
+{
+	struct snap a, b;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		for (;;)
+			pause();
+	}
+	ASSERT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_SLEEPING, 5000));
+	ASSERT_EQ(0, snap_of(self->fd, pid, &a));
+	ASSERT_EQ(0, kill(pid, SIGSTOP));
+	ASSERT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_STOPPED, 5000));
+	ts_sleep_ms(300);
+	ASSERT_EQ(0, kill(pid, SIGCONT));
+	ASSERT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_SLEEPING, 5000));
+	ASSERT_EQ(0, snap_of(self->fd, pid, &b));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	EXPECT_LE(290 * MS, b.at[TASKSTATE_TOTAL_OTHER] -
+			    a.at[TASKSTATE_TOTAL_OTHER]);
+	EXPECT_GE(b.now - a.now, b.at[TASKSTATE_TOTAL_OTHER] -
+				 a.at[TASKSTATE_TOTAL_OTHER]);
+	EXPECT_TRUE(taskstate_totals_match(b.word, &b.t));
+}
+
+/* Threads that spin for a while between two sleeps on a pipe. */
+struct spinner {
+	pthread_t th;
+	pid_t tid;
+	int go[2];		/* a byte: spin once; closed: exit */
+	unsigned int ms;
+	int cpu;		/* -1: no pinning */
+};
+
+static void *spinner_main(void *arg)
+{
+	struct spinner *s = arg;
+	char c;
+
+	s->tid = ts_gettid();
+	if (s->cpu >= 0)
+		ts_pin(s->cpu);
+	while (read(s->go[0], &c, 1) == 1) {
+		uint64_t end = taskstate_now_ns() + s->ms * MS;
+
+		while (taskstate_now_ns() < end)
+			;
+	}
+	return NULL;
+}
+
+static int spinner_start(struct spinner *s, unsigned int ms, int cpu)
+{
+	memset(s, 0, sizeof(*s));
+	s->ms = ms;
+	s->cpu = cpu;
+	if (pipe(s->go))
+		return -errno;
+	if (pthread_create(&s->th, NULL, spinner_main, s))
+		return -EAGAIN;
+	while (!__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE))
+		ts_sleep_ms(1);
+	return 0;
+}
+
+static void spinner_stop(struct spinner *s)
+{
+	close(s->go[1]);
+	pthread_join(s->th, NULL);
+	close(s->go[0]);
+}
+
+#define NR_SPIN	3
+
+/*
+ * Spinners, each with its totals and schedstat read while it sleeps on
+ * its pipe (both frozen then), before and after one round of spinning:
+ * the run and wait deltas of both must agree.  @n spinners on @cpu (-1:
+ * anywhere).
+ */
+static void spin_and_compare(struct __test_metadata *_metadata, int fd,
+			     int n, int cpu, unsigned int ms)
+{
+	uint64_t r0[NR_SPIN], w0[NR_SPIN], r1, w1, span;
+	struct spinner sp[NR_SPIN];
+	struct snap a[NR_SPIN], b;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, spinner_start(&sp[i], ms, cpu));
+		ASSERT_NE(0, ts_wait_state(fd, sp[i].tid, TASKSTATE_SLEEPING,
+					   5000));
+		ASSERT_EQ(0, snap_of(fd, sp[i].tid, &a[i]));
+		ASSERT_EQ(0, schedstat_of(sp[i].tid, &r0[i], &w0[i]));
+	}
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(1, write(sp[i].go[1], "x", 1));
+	for (i = 0; i < n; i++) {
+		/* Back asleep on the pipe once its round is done. */
+		ts_sleep_ms(ms);
+		while (taskstate_state(ts_sample_word(fd, sp[i].tid)) !=
+		       TASKSTATE_SLEEPING)
+			ts_sleep_ms(5);
+	}
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, schedstat_of(sp[i].tid, &r1, &w1));
+		ASSERT_EQ(0, snap_of(fd, sp[i].tid, &b));
+		span = b.now - a[i].now;
+		TH_LOG("spinner %d: run %llu ms (schedstat %llu), wait %llu ms (schedstat %llu), of %llu ms",
+		       i, (unsigned long long)(b.at[0] - a[i].at[0]) / MS,
+		       (unsigned long long)(r1 - r0[i]) / MS,
+		       (unsigned long long)(b.at[1] - a[i].at[1]) / MS,
+		       (unsigned long long)(w1 - w0[i]) / MS,
+		       (unsigned long long)span / MS);
+		/* Spinning until a wall-clock end: running or waiting. */
+		EXPECT_LE((ms - 10) * MS,
+			  b.at[TASKSTATE_TOTAL_RUNNING] -
+			  a[i].at[TASKSTATE_TOTAL_RUNNING] +
+			  b.at[TASKSTATE_TOTAL_RUNNABLE] -
+			  a[i].at[TASKSTATE_TOTAL_RUNNABLE]);
+		if (n == 1)
+			EXPECT_LE((ms - 10) * MS,
+				  b.at[TASKSTATE_TOTAL_RUNNING] -
+				  a[i].at[TASKSTATE_TOTAL_RUNNING]);
+		EXPECT_TRUE(close_to(b.at[TASKSTATE_TOTAL_RUNNING] -
+				     a[i].at[TASKSTATE_TOTAL_RUNNING],
+				     r1 - r0[i], span));
+		EXPECT_TRUE(close_to(b.at[TASKSTATE_TOTAL_RUNNABLE] -
+				     a[i].at[TASKSTATE_TOTAL_RUNNABLE],
+				     w1 - w0[i], span));
+		EXPECT_EQ(a[i].at[TASKSTATE_TOTAL_BLOCKED],
+			  b.at[TASKSTATE_TOTAL_BLOCKED]);
+		EXPECT_TRUE(taskstate_totals_match(b.word, &b.t));
+	}
+	for (i = 0; i < n; i++)
+		spinner_stop(&sp[i]);
+}
+
+/* One spinner: its on-CPU time and run-queue wait are schedstat's. */
+TEST_F(totals, spinner_matches_schedstat)
+{
+	spin_and_compare(_metadata, self->fd, 1, -1, 500);
+}
+
+/*
+ * Three spinners on one CPU: each runs about a third of the time and
+ * waits the rest; both agree with schedstat, thread by thread.
+ */
+TEST_F(totals, contenders_match_schedstat)
+{
+	spin_and_compare(_metadata, self->fd, NR_SPIN, 0, 400);
+}
+
+/* SAMPLE and the mapping give a sleeping thread the same totals. */
+TEST_F(totals, sample_and_mapping_agree)
+{
+	struct taskstate_location l;
+	struct taskstate_totals t;
+	struct spinner sp;
+	struct snap s;
+	uint64_t w;
+
+	if (!self->mapped)
+		SKIP(return, "no mapping here (not in the initial pid namespace?)");
+	ASSERT_EQ(0, spinner_start(&sp, 50, -1));
+	ASSERT_EQ(1, write(sp.go[1], "x", 1));
+	ts_sleep_ms(100);
+	ASSERT_NE(0, ts_wait_state(self->fd, sp.tid, TASKSTATE_SLEEPING, 5000));
+	l.tid = sp.tid;
+	ASSERT_EQ(1, taskstate_locate(self->fd, &l, 1));
+	ASSERT_EQ(0, snap_of(self->fd, sp.tid, &s));
+	ASSERT_EQ(1, taskstate_mapping_read_totals(&ts_xmap, &l, &w, &t));
+	EXPECT_EQ(s.word, w);
+	EXPECT_EQ(0, memcmp(&s.t, &t, sizeof(t)));
+	EXPECT_TRUE(taskstate_totals_match(w, &t));
+	EXPECT_LE(40 * MS, t.state_ns[TASKSTATE_TOTAL_RUNNING]);
+	spinner_stop(&sp);
+	/* Gone: the location is stale, the read says so. */
+	EXPECT_EQ(0, taskstate_mapping_read_totals(&ts_xmap, &l, &w, &t));
+}
+
+/* LIST with totals: every entry's totals match its word. */
+TEST_F(totals, list_totals_match)
+{
+	struct taskstate_totals *t = NULL;
+	struct taskstate_entry *e = NULL;
+	uint32_t n, i;
+
+	ASSERT_LE(1, taskstate_list_totals(self->fd, 0, &e, &t, &n));
+	ASSERT_LE(1, n);
+	for (i = 0; i < n; i++)
+		EXPECT_TRUE(taskstate_totals_match(e[i].word, &t[i]))
+			TH_LOG("tid %u", e[i].tid);
+	free(e);
+	free(t);
+}
+
+/* Asking for totals from a module without them: EOPNOTSUPP. */
+TEST(totals_off)
+{
+	struct taskstate_entry e = { .tid = (uint32_t)ts_gettid() };
+	struct taskstate_totals t, *tl = NULL;
+	struct taskstate_entry *el = NULL;
+	struct taskstate_info info;
+	uint32_t n;
+	int fd;
+
+	fd = taskstate_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, taskstate_info(fd, &info));
+	if (info.map_flags & TASKSTATE_MAP_F_TOTALS)
+		SKIP(return, "the module keeps totals (totals=1)");
+	EXPECT_EQ(-EOPNOTSUPP, taskstate_sample_totals(fd, &e, &t, 1));
+	EXPECT_EQ(-EOPNOTSUPP, taskstate_list_totals(fd, 0, &el, &tl, &n));
+	/* Old-style calls work as before. */
+	EXPECT_LE(0, taskstate_sample(fd, &e, 1));
+	taskstate_close(fd);
+}
+
+/* With arguments, only the tests they name (run_vm.sh: totals_off). */
+int main(int argc, char **argv)
+{
+	return ts_harness_main(argc, argv);
+}
