@@ -162,7 +162,7 @@ torture_map() {	# reader expect [mode]
 	wait "$reader" || return 1
 	rmmod taskstate_torture || return 1
 	set -- "$1" "$2" $(cat "$TS_OUT/torture_map.out")
-	echo "# mapped, $1 reads: $4 reads, $6 ${5:-torn}"
+	echo "# mapped, $1 reads: $4 reads, $6 ${5:-torn}${8:+, $8 retried}"
 	[ "$3" = reads ] && [ "$4" -gt 100000 ] || return 1
 	[ "$2" = 0 ] && [ "$6" -eq 0 ] && return 0
 	[ "$2" = some ] && [ "$6" -gt 0 ] && return 0

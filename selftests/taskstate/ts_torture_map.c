@@ -13,7 +13,8 @@
  *
  *
  * With taskstate_torture mode=3 (per-state totals), prints "reads N wrong
- * M" (M: sets accepted whose totals are not the word's):
+ * M retried R" (M: sets accepted whose totals are not the word's; R:
+ * reads that met a change and were tried again):
  *   ts_torture_map totals   taskstate_map_read_totals(): word, totals,
  *                           word and the invariant; never wrong
  *   ts_torture_map wordonly the same loads, accepted on an unchanged word
@@ -96,8 +97,7 @@ static void read_totals(const struct taskstate_map_entry *e, bool checked)
 		reads++;
 		wrong += !torture_totals_ok(w, &t);
 	}
-	printf("reads %lu wrong %lu\n", reads, wrong);
-	fprintf(stderr, "# %lu reads retried\n", retries);
+	printf("reads %lu wrong %lu retried %lu\n", reads, wrong, retries);
 }
 
 int main(int argc, char **argv)

@@ -385,8 +385,9 @@ TEST_F(totals, sample_and_mapping_agree)
 	EXPECT_TRUE(taskstate_totals_match(w, &t));
 	EXPECT_LE(40 * MS, t.state_ns[TASKSTATE_TOTAL_RUNNING]);
 	spinner_stop(&sp);
-	/* Gone: the location is stale, the read says so. */
-	EXPECT_EQ(0, taskstate_mapping_read_totals(&ts_xmap, &l, &w, &t));
+	/* Exited: DEAD until freed, then the location is stale. */
+	if (taskstate_mapping_read_totals(&ts_xmap, &l, &w, &t))
+		EXPECT_EQ(TASKSTATE_DEAD, taskstate_state(w));
 }
 
 /* LIST with totals: every entry's totals match its word. */
