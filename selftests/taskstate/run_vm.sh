@@ -52,7 +52,7 @@ section_track_all() {
 	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_abi"
 	run "$TS_BIN/ts_mmap"
 	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_mmap"
-	run "$TS_BIN/ts_totals"
+	TS_BIN=$TS_BIN run "$TS_BIN/ts_totals"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
 	run "$TS_BIN/ts_bpftrace"
 	run "$TS_BIN/ts_review" info_counts_are_system_wide_in_child_pidns \
@@ -68,7 +68,7 @@ section_track_none() {
 	run "$TS_BIN/ts_states"
 	run "$TS_BIN/ts_abi"
 	run "$TS_BIN/ts_mmap"
-	run "$TS_BIN/ts_totals"
+	TS_BIN=$TS_BIN run "$TS_BIN/ts_totals"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
 	run "$TS_BIN/ts_review" untrack_process_racing_clone \
 		info_counts_are_system_wide_in_child_pidns

@@ -368,6 +368,7 @@ TEST_F(totals, sample_and_mapping_agree)
 	struct taskstate_totals t;
 	struct spinner sp;
 	struct snap s;
+	int i, ret;
 	uint64_t w;
 
 	if (!self->mapped)
@@ -385,9 +386,20 @@ TEST_F(totals, sample_and_mapping_agree)
 	EXPECT_TRUE(taskstate_totals_match(w, &t));
 	EXPECT_LE(40 * MS, t.state_ns[TASKSTATE_TOTAL_RUNNING]);
 	spinner_stop(&sp);
-	/* Exited: DEAD until freed, then the location is stale. */
-	if (taskstate_mapping_read_totals(&ts_xmap, &l, &w, &t))
-		EXPECT_EQ(TASKSTATE_DEAD, taskstate_state(w));
+	/*
+	 * Joined is not yet dead (glibc's join waits for the tid to be
+	 * cleared, early in do_exit()): soon DEAD until freed, then the
+	 * location is stale.  Totals still match their word all along.
+	 */
+	for (i = 0; i < 5000; i++) {
+		ret = taskstate_mapping_read_totals(&ts_xmap, &l, &w, &t);
+		ASSERT_LE(0, ret);
+		if (!ret || taskstate_state(w) == TASKSTATE_DEAD)
+			break;
+		EXPECT_TRUE(taskstate_totals_match(w, &t));
+		ts_sleep_ms(1);
+	}
+	EXPECT_TRUE(!ret || taskstate_state(w) == TASKSTATE_DEAD);
 }
 
 /* LIST with totals: every entry's totals match its word. */
@@ -426,6 +438,176 @@ TEST(totals_off)
 	/* Old-style calls work as before. */
 	EXPECT_LE(0, taskstate_sample(fd, &e, 1));
 	taskstate_close(fd);
+}
+
+/* The taskstate command, from $TS_BIN. */
+static FILE *cli(const char *args)
+{
+	const char *bin = getenv("TS_BIN");
+	char cmd[1536];
+
+	if (!bin)
+		return NULL;
+	snprintf(cmd, sizeof(cmd), "%.256s/taskstate %.1200s", bin, args);
+	return popen(cmd, "r");
+}
+
+/* The number after "key": in the object of "tid":tid, in line; -1 if none. */
+static long long json_num(const char *line, pid_t tid, const char *key)
+{
+	char pat[64];
+	const char *p, *end;
+
+	snprintf(pat, sizeof(pat), "{\"tid\":%d,", (int)tid);
+	p = strstr(line, pat);
+	if (!p)
+		return -1;
+	end = strchr(p, '}');
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(p, pat);
+	if (!p || (end && p > end))
+		return -1;
+	return strtoll(p + strlen(pat), NULL, 10);
+}
+
+/*
+ * top --json: a spinner's interval is mostly RUN (and WAIT), a sleeper's
+ * is SLEEP, and each thread's five times add up to the interval.
+ */
+TEST_F(totals, top_json_shows_where_the_interval_went)
+{
+	static const char *const keys[NT] = {
+		"run_ns", "wait_ns", "sleep_ns", "block_ns", "other_ns",
+	};
+	struct spinner spin, idle;
+	long long v, sum, interval;
+	char args[128], line[65536];
+	int frames = 0, k;
+	FILE *f;
+
+	if (!getenv("TS_BIN"))
+		SKIP(return, "TS_BIN (the taskstate command's directory) not set");
+	ASSERT_EQ(0, spinner_start(&spin, 3000, -1));
+	ASSERT_EQ(0, spinner_start(&idle, 0, -1));
+	ASSERT_EQ(1, write(spin.go[1], "x", 1));
+	ts_sleep_ms(50);
+	snprintf(args, sizeof(args), "top --json -n 2 -d 400 -p %d", getpid());
+	f = cli(args);
+	ASSERT_TRUE(f != NULL);
+	while (fgets(line, sizeof(line), f)) {
+		frames++;
+		ASSERT_EQ(0, strncmp(line, "{\"time_ns\":", 11)) TH_LOG("%s", line);
+		interval = strtoll(strstr(line, "\"interval_ns\":") + 14, NULL, 10);
+		EXPECT_LE(390 * MS, interval);
+		/* The spinner: at least 80% running or waiting for a CPU. */
+		v = json_num(line, spin.tid, "run_ns") +
+		    json_num(line, spin.tid, "wait_ns");
+		EXPECT_LE(interval * 8 / 10, v) TH_LOG("%s", line);
+		EXPECT_LE(interval / 4, json_num(line, spin.tid, "run_ns"));
+		/* The sleeper: asleep on its pipe all along. */
+		EXPECT_EQ(interval, json_num(line, idle.tid, "sleep_ns"))
+			TH_LOG("%s", line);
+		sum = 0;
+		for (k = 0; k < NT; k++)
+			sum += json_num(line, idle.tid, keys[k]);
+		EXPECT_EQ(interval, sum);
+		EXPECT_TRUE(strstr(line, "\"state\":\"SLEEPING\"") != NULL);
+	}
+	EXPECT_EQ(0, pclose(f));
+	EXPECT_EQ(2, frames);
+	spinner_stop(&spin);
+	spinner_stop(&idle);
+}
+
+/* top in a pipe: a block per refresh, a row per thread, shares in %. */
+TEST_F(totals, top_table_in_a_pipe)
+{
+	char args[128], line[512], state[16], comm[64];
+	float pct[NT], sum;
+	unsigned int tid, tgid;
+	int rows = 0, blocks = 0, mine = 0, k;
+	FILE *f;
+
+	if (!getenv("TS_BIN"))
+		SKIP(return, "TS_BIN (the taskstate command's directory) not set");
+	snprintf(args, sizeof(args), "top -n 2 -d 200 -s sleep -p %d", getpid());
+	f = cli(args);
+	ASSERT_TRUE(f != NULL);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "taskstate top: ", 15)) {
+			blocks++;
+			continue;
+		}
+		if (strstr(line, "RUN%") || line[0] == '\n')
+			continue;
+		ASSERT_EQ(10, sscanf(line, "%u %u %15s %f %f %f %f %f %63s", &tid,
+				     &tgid, state, &pct[0], &pct[1], &pct[2],
+				     &pct[3], &pct[4], comm) + 1)
+			TH_LOG("%s", line);
+		rows++;
+		EXPECT_EQ((unsigned int)getpid(), tgid);
+		EXPECT_LE(0, taskstate_state_from_name(state));
+		for (sum = 0, k = 0; k < NT; k++)
+			sum += pct[k];
+		/* Threads there all interval long fill it; new ones less. */
+		EXPECT_GE(100.5, sum) TH_LOG("%s", line);
+		mine += tid == (unsigned int)ts_gettid();
+	}
+	EXPECT_EQ(0, pclose(f));
+	EXPECT_EQ(2, blocks);
+	EXPECT_EQ(2, mine);
+	EXPECT_LE(2, rows);
+}
+
+/*
+ * metrics: the text exposition format, with this process's counters and
+ * gauges; -o writes the file whole and leaves nothing else.
+ */
+TEST_F(totals, metrics_prometheus_text)
+{
+	char args[1200], line[512], path[256], name[128], labels[256];
+	double value, running = -1;
+	int comments = 0, samples = 0, sleeping = 0;
+	struct spinner idle;
+	FILE *f;
+
+	if (!getenv("TS_BIN") || !getenv("TS_OUT"))
+		SKIP(return, "TS_BIN or TS_OUT (a writable directory) not set");
+	ASSERT_EQ(0, spinner_start(&idle, 0, -1));
+	ASSERT_NE(0, ts_wait_state(self->fd, idle.tid, TASKSTATE_SLEEPING, 5000));
+	snprintf(path, sizeof(path), "%.200s/ts_metrics.%d", getenv("TS_OUT"),
+		 getpid());
+	snprintf(args, sizeof(args), "metrics -p %d -o %s && cat %s && rm %s && ls %s.tmp.* 2>/dev/null",
+		 getpid(), path, path, path, path);
+	f = cli(args);
+	ASSERT_TRUE(f != NULL);
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#') {
+			comments++;
+			EXPECT_TRUE(!strncmp(line, "# HELP taskstate_", 17) ||
+				    !strncmp(line, "# TYPE taskstate_", 17))
+				TH_LOG("%s", line);
+			continue;
+		}
+		ASSERT_EQ(3, sscanf(line, "%127[a-z_]{%255[^}]} %lf", name,
+				    labels, &value)) TH_LOG("%s", line);
+		samples++;
+		snprintf(args, sizeof(args), "pid=\"%d\",", getpid());
+		EXPECT_EQ(0, strncmp(labels, args, strlen(args))) TH_LOG("%s", line);
+		if (!strcmp(name, "taskstate_process_state_seconds_total") &&
+		    strstr(labels, "state=\"running\""))
+			running = value;
+		if (!strcmp(name, "taskstate_process_threads") &&
+		    strstr(labels, "state=\"sleeping\""))
+			sleeping = (int)value;
+	}
+	/* The rm ran, and ls found no temporary file: its status is 2. */
+	EXPECT_NE(0, pclose(f));
+	EXPECT_EQ(4, comments);
+	EXPECT_LE(2, samples);
+	EXPECT_LT(0, running);
+	EXPECT_LE(1, sleeping);
+	spinner_stop(&idle);
 }
 
 /* With arguments, only the tests they name (run_vm.sh: totals_off). */
