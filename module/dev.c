@@ -253,18 +253,18 @@ static long ts_sample_totals(const struct taskstate_sample *args)
 		}
 		memset(t, 0, n * sizeof(*t));
 		rcu_read_lock();
-		for (i = 0; i < n && found >= 0; i++) {
+		for (i = 0; i < n; i++) {
 			s = ts_sample_find(&e[i], ns);
 			if (!s)
 				continue;
-			if (!ts_pub_read(ts_slot_pub(s), &e[i].word, &t[i]))
-				found = -EAGAIN;
-			else
-				found++;
+			found++;
+			/* Not readable now: the word, invalid totals (uapi). */
+			if (!ts_pub_read(ts_slot_pub(s), &e[i].word, &t[i])) {
+				e[i].word = ts_word_load(&ts_slot_pub(s)->word);
+				memset(&t[i], 0, sizeof(t[i]));
+			}
 		}
 		rcu_read_unlock();
-		if (found < 0)
-			break;
 		if (copy_to_user(ue + done, e, n * sizeof(*e)) ||
 		    copy_to_user(ut + done, t, n * sizeof(*t))) {
 			found = -EFAULT;

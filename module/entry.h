@@ -42,14 +42,17 @@ extern bool ts_totals;
  * The word and its totals, one writer at a time.  The invariant readers
  * check (the proof is in the uapi header, "DOC: Per-state totals"):
  *
- *	start_ns + sum(state_ns[]) == since(word)	(mod 2^61)
+ *	start_ns != 0 and start_ns + sum(state_ns[]) == since(word)
+ *							(mod 2^61)
  *
  * for every word but the empty one, whose totals are all zero.  Each
  * change adds to the old state's total exactly the time the since-time
- * advances, stores it, then the word, each store ordered after the one
- * before by smp_wmb() (free on x86, dmb ishst on arm64): the previous
- * change's word before this change's total, the total before the word.
- * start_ns is stored once per owner, by whoever wrote the first word.
+ * advances (never less than 0: a total only grows), stores it, then the
+ * word, the two stores ordered by smp_wmb() (free on x86, dmb ishst on
+ * arm64).  start_ns is stored once per owner, by whoever wrote the first
+ * word.  The writer is the total's only writer, so it reads its own
+ * total back with a plain load (READ_ONCE(): on 32-bit two 32-bit loads,
+ * which no concurrent store can tear here).
  *
  * A clock that reads a little behind the old since-time (the word was
  * written on another CPU, the snapshot's estimate) does not move the
@@ -65,14 +68,13 @@ static __always_inline void ts_pub_add(struct ts_pub *p, u64 old, u64 *now)
 		d = 0;
 		*now = since;
 	}
-	smp_wmb();	/* the previous word before this total */
-	ts_u64_store(t, ts_u64_load(t) + d);
-	smp_wmb();	/* this total before its word */
+	ts_u64_store(t, (u64)READ_ONCE(t->counter) + d);
+	smp_wmb();	/* the total before its word */
 }
 
 /*
- * The first word of an owner, from the empty one, by the probes (@probe)
- * or the snapshot taken when tracking starts, which may race: only the
+ * The first word of an owner, from the empty one, by the probes or the
+ * snapshot taken when tracking starts, which may race: only the
  * one whose cmpxchg fills the empty word stores start_ns, right after
  * (a reader that sees the word before start_ns sees the invariant fail
  * and retries).  A probe that loses the race continues from the word the
@@ -90,7 +92,11 @@ static inline bool ts_pub_first(struct ts_pub *p, u64 word)
 /*
  * Write @state at @now unless the word holds it already (the time must
  * not move): the probes' only write.  The single writer of a live word
- * (probes.c says why), so the load-add-store needs no atomic.
+ * (probes.c says why), so the load-add-store needs no atomic.  The two
+ * lockless paths that can meet on one word, a wakeup of current and a
+ * remote ttwu_runnable() of the same task, both write RUNNING to a word
+ * that already holds it (current's word is RUNNING outside __schedule():
+ * the switch-in wrote it), so both skip: no total is added twice.
  */
 static __always_inline void ts_pub_set(struct ts_pub *p, unsigned int state,
 				       u64 now)
@@ -104,7 +110,6 @@ static __always_inline void ts_pub_set(struct ts_pub *p, unsigned int state,
 			if (ts_pub_first(p, taskstate_pack(state, now)))
 				return;
 			/* The snapshot got there first: go on from its word. */
-			smp_mb();
 			old = ts_word_load(&p->word);
 			if (taskstate_state(old) == state)
 				return;
@@ -131,29 +136,26 @@ static inline void ts_pub_reset(struct ts_pub *p)
 
 /*
  * A consistent read of the word and totals by the invariant above, for
- * the kernel's own readers (SAMPLE, LIST, debugfs): word, totals, word,
- * with smp_rmb() between, pairing with ts_pub_add()'s smp_wmb()s.
- * Returns false if the writer kept changing them (a few tries: a change
- * takes nanoseconds, and the first word's start_ns follows it at once).
+ * the kernel's own readers (SAMPLE, LIST, debugfs), which hold the slot
+ * (RCU or ts_lock) so need no gen: the word, smp_rmb() (pairing with
+ * ts_pub_add()'s smp_wmb()), the totals, the check.  Returns false if
+ * the check kept failing: a change landed in each read (they take
+ * nanoseconds), or the first word's start_ns is not stored yet (it
+ * follows the word at once, with interrupts off).
  */
 static inline bool ts_pub_read(const struct ts_pub *p, u64 *word,
 			       struct taskstate_totals *t)
 {
 	unsigned int i, tries;
-	u64 w1, w2;
 
-	for (tries = 0; tries < 1000; tries++) {
-		w1 = ts_word_load(&p->word);
+	for (tries = 0; tries < 100; tries++) {
+		*word = ts_word_load(&p->word);
 		smp_rmb();	/* the word before its totals */
 		t->start_ns = ts_u64_load(&p->start_ns);
 		for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
 			t->state_ns[i] = ts_u64_load(&p->state_ns[i]);
-		smp_rmb();	/* the totals before the word again */
-		w2 = ts_word_load(&p->word);
-		if (w1 == w2 && taskstate_totals_match(w1, t)) {
-			*word = w1;
+		if (taskstate_totals_match(*word, t))
 			return true;
-		}
 		cpu_relax();
 	}
 	return false;

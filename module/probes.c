@@ -16,7 +16,9 @@
  *    The one lock-free call, try_to_wake_up(p == current), wakes a task
  *    on its own CPU, which writes RUNNING; a remote ttwu_runnable() for
  *    the same task at the same moment writes RUNNING too (on_cpu is set):
- *    two writers, one value.
+ *    two writers, one value, which the word holds already (current's
+ *    word is RUNNING outside __schedule()), so neither stores, and
+ *    neither adds to a per-state total (ts_pub_set()).
  *  - sched_wakeup_new (wake_up_new_task()): pi_lock and run queue lock;
  *    the task has never run.
  *  - task_newtask (kernel/fork.c, copy_process()): before

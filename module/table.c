@@ -247,15 +247,16 @@ void ts_snapshot(struct task_struct *t)
 	struct ts_slot *s = ts_lookup(t);
 	unsigned int state = ts_state_of(t);
 	u64 now = ktime_get_boot_fast_ns();
+	unsigned long irqflags;
 
 	if (!s || state == TASKSTATE_NONE)
 		return;
 	if (state != TASKSTATE_RUNNING && state != TASKSTATE_DEAD)
 		now = ts_since_estimate(t, now);
 	/* The word, then at once its start_ns: readers retry in between. */
-	preempt_disable();
+	local_irq_save(irqflags);
 	ts_pub_first(ts_slot_pub(s), taskstate_pack(state, now));
-	preempt_enable();
+	local_irq_restore(irqflags);
 }
 
 static void ts_slot_reuse(struct rcu_head *head)
@@ -359,10 +360,12 @@ bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 	if (t) {
 		v->tid = task_pid_nr_ns(t, ns);
 		v->tgid = task_tgid_nr_ns(t, ns);
-		if (!ts_totals)
+		/* Totals not readable now: the word, invalid totals (uapi). */
+		if (!ts_totals ||
+		    !ts_pub_read(&ts_pub[idx], &v->word, &v->totals)) {
 			v->word = ts_word_load(&ts_pub[idx].word);
-		else if (!ts_pub_read(&ts_pub[idx], &v->word, &v->totals))
-			v->tid = 0;	/* changing all along: skip it */
+			memset(&v->totals, 0, sizeof(v->totals));
+		}
 		/*
 		 * __set_task_comm() rewrites comm under task_lock(), a
 		 * spinlock_t we cannot take under this raw lock.  A racing
@@ -375,8 +378,7 @@ bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 	}
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	/*
-	 * tid or tgid 0: gone from @ns's view, its totals changing all
-	 * along (not seen), or being released (as in
+	 * tid or tgid 0: gone from @ns's view, or being released (as in
 	 * SAMPLE, __unhash_process() detaches the PID link before the TGID
 	 * one, so a last thread can briefly have a tid and tgid 0).
 	 */

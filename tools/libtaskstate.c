@@ -42,8 +42,8 @@ _Static_assert(sizeof(struct taskstate_map_entry) == TASKSTATE_MAP_ENTRY_SIZE,
 /*
  * taskstate_mapping_read_totals(): reads that may meet a change in
  * progress before giving up.  A change takes nanoseconds; only a writer
- * stopped between a first word and its start_ns (a vCPU preempted by the
- * host) could outlast them.
+ * stopped between a first word and its start_ns (interrupts are off
+ * there, but a vCPU can be preempted by its host) could outlast them.
  */
 #define MAP_READ_TRIES		100000
 
@@ -233,6 +233,7 @@ int taskstate_mapping_open(int fd, struct taskstate_mapping *m)
 		return -errno;
 	m->entries = p;
 	m->nr = info.map_entries;
+	m->flags = info.map_flags;
 	m->size = info.map_size;
 	return 0;
 }
@@ -284,6 +285,8 @@ int taskstate_mapping_read_totals(const struct taskstate_mapping *m,
 	int i, ret;
 	__u64 w;
 
+	if (!(m->flags & TASKSTATE_MAP_F_TOTALS))
+		return -EOPNOTSUPP;
 	if (l->index >= m->nr)
 		return 0;
 	for (i = 0; i < MAP_READ_TRIES; i++) {

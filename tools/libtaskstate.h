@@ -73,6 +73,7 @@ int taskstate_list_totals(int fd, unsigned int pid,
 struct taskstate_mapping {
 	const struct taskstate_map_entry *entries;
 	uint32_t nr;		/* entries mapped */
+	uint32_t flags;		/* INFO's map_flags: TASKSTATE_MAP_F_* */
 	size_t size;		/* bytes mapped */
 };
 
@@ -135,8 +136,8 @@ static inline int taskstate_mapping_entry(const struct taskstate_mapping *m, uin
  * The word and the per-state totals of the located thread l, without a
  * system call, consistent with each other.  Returns 1 with both set, 0
  * once the entry is not l's thread (as taskstate_mapping_read()),
- * -EAGAIN if they kept changing during every try (not seen).  The
- * totals are zero unless INFO's map_flags has TASKSTATE_MAP_F_TOTALS.
+ * -EOPNOTSUPP if the module keeps no totals (totals=0), -EAGAIN if a
+ * change landed in every try (not seen).
  */
 int taskstate_mapping_read_totals(const struct taskstate_mapping *m,
 				  const struct taskstate_location *l,

@@ -154,10 +154,10 @@ torture() {
 # user space reads them with the uapi protocol (totals) or without its
 # invariant (wordonly, the negative control): counted are the sets read
 # that do not belong to their word.
-torture_map() {	# reader expect [mode]
+torture_map() {	# reader expect [mode [ms]]
 	"$TS_BIN/ts_torture_map" "$1" > "$TS_OUT/torture_map.out" 2>&1 &
 	reader=$!
-	insmod "$TS_TORTURE_KO" mode="${3:-2}" ms=1000 ||
+	insmod "$TS_TORTURE_KO" mode="${3:-2}" ms="${4:-1000}" ||
 		{ kill "$reader"; return 1; }
 	wait "$reader" || return 1
 	rmmod taskstate_torture || return 1
@@ -181,7 +181,7 @@ section_torture() {
 	check "two 32-bit loads of the mapped word do tear (negative control)" \
 		torture_map split some
 	check "no per-state totals read that disagree with their word ($bits-bit)" \
-		torture_map totals 0 3
+		torture_map totals 0 3 4000
 	check "an unchanged word alone accepts wrong totals (negative control)" \
 		torture_map wordonly some 3
 }

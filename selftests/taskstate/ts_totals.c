@@ -424,6 +424,7 @@ TEST(totals_off)
 	struct taskstate_entry e = { .tid = (uint32_t)ts_gettid() };
 	struct taskstate_totals t, *tl = NULL;
 	struct taskstate_entry *el = NULL;
+	struct taskstate_mapping m;
 	struct taskstate_info info;
 	uint32_t n;
 	int fd;
@@ -435,6 +436,16 @@ TEST(totals_off)
 		SKIP(return, "the module keeps totals (totals=1)");
 	EXPECT_EQ(-EOPNOTSUPP, taskstate_sample_totals(fd, &e, &t, 1));
 	EXPECT_EQ(-EOPNOTSUPP, taskstate_list_totals(fd, 0, &el, &tl, &n));
+	/* The mapping's reader says so too, instead of retrying forever. */
+	if (!taskstate_mapping_open(fd, &m)) {
+		struct taskstate_location l = { .tid = e.tid };
+		uint64_t w;
+
+		ASSERT_EQ(1, taskstate_locate(fd, &l, 1));
+		EXPECT_EQ(-EOPNOTSUPP,
+			  taskstate_mapping_read_totals(&m, &l, &w, &t));
+		taskstate_mapping_close(&m);
+	}
 	/* Old-style calls work as before. */
 	EXPECT_LE(0, taskstate_sample(fd, &e, 1));
 	taskstate_close(fd);

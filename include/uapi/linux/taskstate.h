@@ -87,34 +87,38 @@ static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
  * state, from its since-time to the change, to the old state's total.
  * start_ns is the since-time of the thread's first word (when tracking
  * began, or the scheduler's estimate of when the thread entered the
- * state it was in then).  So for every word W but the empty one (0,
- * whose totals are zero):
+ * state it was in then; never 0).  So for every word W but the empty one
+ * (0, whose totals are zero):
  *
- *	start_ns + sum(state_ns[]) == since(W)		(mod 2^61)
+ *	start_ns != 0 and start_ns + sum(state_ns[]) == since(W)  (mod 2^61)
  *
  * and the time in the current state, age(W), is in no total yet: a
- * reader adds it to its state's total (taskstate_totals_at()).
+ * reader adds it to its state's total (libtaskstate:
+ * taskstate_totals_at()).
  *
  * Reading them consistently without a lock.  One writer at a time
- * changes W to W' as: smp_wmb(); total[state(W)] += since(W') - since(W);
+ * changes W to W' as: total[state(W)] += d, d = since(W') - since(W),
+ * never negative (a clock behind since(W) stamps W' with since(W));
  * smp_wmb(); word = W'.  The first word is written by a compare-and-swap
- * from 0 and start_ns only after it, by the writer that won.  A reader
- * loads the word (acquire), the totals, a fence (acquire), the word again,
- * and accepts only if both words are equal and the invariant holds.
- * Why that is enough: (1) the first word load saw W, and every total
- * stored before W's store is visible after the acquire: the totals read
- * are at least W's.  (2) A total stored by a change after W' follows the
- * store of W' (the first smp_wmb()); had the reader seen it, the fence
- * would make its second load see W' or later, not W.  So at most the
- * one total the change to W' adds to was read newer than W's, by
- * d = since(W') - since(W); with d > 0 the sum is off by d and the
- * invariant fails, with d = 0 the totals are W's anyway.  (3) A reader
- * that sees the first word before its start_ns reads start_ns 0, and the
- * sum is off by the real start: it fails too.  Only the sum is checked,
- * so the totals are read whole: 64-bit loads that do not tear, as for the
- * word.  Comparing words alone is not enough: a reader between a change's
- * total and its word sees the old word twice around a newer total.
- * Readers retry on a failed check; a change takes nanoseconds.
+ * from 0, and start_ns only after it, by the writer that won.  A reader
+ * loads the word (acquire), then start_ns and the totals, and accepts
+ * only if the invariant holds for that word.  Why that is enough:
+ * (1) every total stored before W was stored is visible to a reader
+ * whose acquire load returned W (the smp_wmb() before each word store;
+ * for changes made on other CPUs, the scheduler's lock handoff between
+ * them and each writer's data dependency on the word it read order the
+ * earlier totals too); so each total read is at least W's.  (2) Within
+ * one owner a total only grows, and start_ns is written once.  So the
+ * sum read is W's sum plus what later changes added, and equals since(W)
+ * only if they added nothing: the totals read are W's (a wrap mod 2^61
+ * would need 73 years of changes during one read).  (3) Before its
+ * start_ns is stored a first word reads start_ns 0: rejected.  Comparing
+ * two loads of the word around the totals is not enough on its own: a
+ * reader between a change's total and its word store sees the old word
+ * twice around a newer total.  Reuse of the entry by another thread is
+ * caught by the mapping's gen protocol above.  The totals are 64-bit
+ * loads that must not tear, as the word.  A reader retries on a failed
+ * check; a change takes nanoseconds.
  */
 #define TASKSTATE_MAP_NR_TOTALS	5
 
@@ -144,6 +148,8 @@ static __inline__ int taskstate_totals_match(__u64 word,
 	__u64 sum = t->start_ns;
 	int i;
 
+	if (word && !t->start_ns)
+		return 0;
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
 		sum += t->state_ns[i];
 	return ((sum - word) & TASKSTATE_TIME_MASK) == 0;
@@ -221,9 +227,11 @@ struct taskstate_entry {
  *
  * Version 1 adds totals: if not 0, a pointer to count struct
  * taskstate_totals, filled for entry i with the totals that match its
- * word (all zero for a word 0).  EOPNOTSUPP if the module keeps no totals
- * (INFO's map_flags without TASKSTATE_MAP_F_TOTALS), EAGAIN if a thread's
- * writer kept changing them for the whole bounded retry (not seen).
+ * word (all zero for a word 0, or for a thread whose totals could not be
+ * read consistently in a bounded retry: start_ns 0 with a non-zero word,
+ * which taskstate_totals_match() rejects; not seen).  EOPNOTSUPP if the
+ * module keeps no totals (INFO's map_flags without
+ * TASKSTATE_MAP_F_TOTALS).
  */
 struct taskstate_sample {
 	__u32 size;		/* in: sizeof(struct taskstate_sample) */
@@ -412,31 +420,32 @@ taskstate_map_read(const struct taskstate_map_entry *e, __u32 gen,
 
 /*
  * One read of a located entry's word and totals, by both protocols (the
- * mapping's and "DOC: Per-state totals").  Returns 1 with *word and *t
- * consistent, 0 once the entry is not that thread's, -1 if the writer
- * changed them during the read: read again.
+ * mapping's and "DOC: Per-state totals"), for a module whose INFO
+ * map_flags has TASKSTATE_MAP_F_TOTALS (without it the totals stay zero
+ * and no read ever matches).  Returns 1 with *word and *t consistent, 0
+ * once the entry is not that thread's, -1 if a change landed during the
+ * read: read again.
  */
 static __inline__ int
 taskstate_map_read_totals(const struct taskstate_map_entry *e, __u32 gen,
 			  __u64 *word, struct taskstate_totals *t)
 {
-	__u64 w1, w2;
+	__u64 w;
 	int i;
 
 	if (__atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) != gen)
 		return 0;
-	w1 = __atomic_load_n(&e->word, __ATOMIC_ACQUIRE);
+	w = __atomic_load_n(&e->word, __ATOMIC_ACQUIRE);
 	t->start_ns = __atomic_load_n(&e->start_ns, __ATOMIC_RELAXED);
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
 		t->state_ns[i] = __atomic_load_n(&e->state_ns[i],
 						 __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	w2 = __atomic_load_n(&e->word, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen)
 		return 0;
-	if (w1 != w2 || !taskstate_totals_match(w1, t))
+	if (!taskstate_totals_match(w, t))
 		return -1;
-	*word = w1;
+	*word = w;
 	return 1;
 }
 #endif
