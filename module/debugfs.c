@@ -59,8 +59,8 @@ static const char *const ts_state_names[TASKSTATE_NR_STATES] = {
 
 static int ts_seq_show(struct seq_file *m, void *v)
 {
+	unsigned int i, state;
 	struct ts_view view;
-	unsigned int i;
 	u64 now, age;
 
 	if (v == SEQ_START_TOKEN) {
@@ -79,9 +79,9 @@ static int ts_seq_show(struct seq_file *m, void *v)
 		   ts_state_names[taskstate_state(view.word)],
 		   taskstate_since_ns(view.word), age);
 	/* The totals up to now: the current state's time added to its own. */
+	state = taskstate_state(view.word);
 	if (view.word)
-		view.totals.state_ns[taskstate_total_of(
-			taskstate_state(view.word))] += age;
+		view.totals.state_ns[taskstate_total_of(state)] += age;
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++) {
 		if (ts_totals)
 			seq_printf(m, " %16llu", view.totals.state_ns[i]);

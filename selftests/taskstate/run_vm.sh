@@ -127,7 +127,7 @@ section_params() {
 		sh -c '! grep -q "^taskstate " /proc/modules'
 	# Without per-state totals: refused where asked for, "-" in debugfs.
 	if check "load (totals=0)" insmod "$TS_KO" totals=0; then
-		run "$TS_BIN/ts_totals" totals_off
+		run "$TS_BIN/ts_totals" totals_follow_info
 		check "debugfs shows no totals (totals=0)" \
 			sh -c 'sed -n 2p /sys/kernel/debug/taskstate |
 			       grep -qE "^ *1 .* - +- +- +- +- +[^ ]"'

@@ -9,9 +9,9 @@
  * on-CPU time and run-queue wait) for a spinner, a sleeper and threads
  * contending for one CPU.
  *
- * With the module loaded with totals=0, run_vm.sh runs totals_off alone
- * (SAMPLE and LIST refuse totals with EOPNOTSUPP); the others need
- * totals and skip without them, totals_off skips with them.
+ * With the module loaded with totals=0, run_vm.sh runs totals_follow_info
+ * alone (SAMPLE, LIST and the mapping refuse totals with EOPNOTSUPP); the
+ * others need totals and skip without them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -418,36 +418,45 @@ TEST_F(totals, list_totals_match)
 	free(t);
 }
 
-/* Asking for totals from a module without them: EOPNOTSUPP. */
-TEST(totals_off)
+/*
+ * Totals are there exactly when INFO says so: with totals=1 SAMPLE, LIST
+ * and the mapping give them; with totals=0 each refuses with EOPNOTSUPP
+ * (the mapping's reader too, instead of retrying forever) and the old
+ * calls work as before.
+ */
+TEST(totals_follow_info)
 {
 	struct taskstate_entry e = { .tid = (uint32_t)ts_gettid() };
 	struct taskstate_totals t, *tl = NULL;
 	struct taskstate_entry *el = NULL;
+	struct taskstate_location l;
 	struct taskstate_mapping m;
 	struct taskstate_info info;
+	int fd, want, ret;
 	uint32_t n;
-	int fd;
+	uint64_t w;
 
 	fd = taskstate_open();
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, taskstate_info(fd, &info));
-	if (info.map_flags & TASKSTATE_MAP_F_TOTALS)
-		SKIP(return, "the module keeps totals (totals=1)");
-	EXPECT_EQ(-EOPNOTSUPP, taskstate_sample_totals(fd, &e, &t, 1));
-	EXPECT_EQ(-EOPNOTSUPP, taskstate_list_totals(fd, 0, &el, &tl, &n));
-	/* The mapping's reader says so too, instead of retrying forever. */
+	if (!info.track_all)
+		ASSERT_EQ(0, taskstate_track(fd, e.tid, false, NULL));
+	want = (info.map_flags & TASKSTATE_MAP_F_TOTALS) ? 1 : -EOPNOTSUPP;
+	TH_LOG("module loaded with totals=%d", want == 1);
+	EXPECT_EQ(want, taskstate_sample_totals(fd, &e, &t, 1));
+	ret = taskstate_list_totals(fd, 0, &el, &tl, &n);
+	EXPECT_EQ(want == 1, ret > 0);
+	if (want != 1)
+		EXPECT_EQ(-EOPNOTSUPP, ret);
 	if (!taskstate_mapping_open(fd, &m)) {
-		struct taskstate_location l = { .tid = e.tid };
-		uint64_t w;
-
+		l.tid = e.tid;
 		ASSERT_EQ(1, taskstate_locate(fd, &l, 1));
-		EXPECT_EQ(-EOPNOTSUPP,
-			  taskstate_mapping_read_totals(&m, &l, &w, &t));
+		EXPECT_EQ(want, taskstate_mapping_read_totals(&m, &l, &w, &t));
 		taskstate_mapping_close(&m);
 	}
-	/* Old-style calls work as before. */
-	EXPECT_LE(0, taskstate_sample(fd, &e, 1));
+	EXPECT_EQ(1, taskstate_sample(fd, &e, 1));
+	free(el);
+	free(tl);
 	taskstate_close(fd);
 }
 
@@ -551,9 +560,9 @@ TEST_F(totals, top_table_in_a_pipe)
 		}
 		if (strstr(line, "RUN%") || line[0] == '\n')
 			continue;
-		ASSERT_EQ(10, sscanf(line, "%u %u %15s %f %f %f %f %f %63s", &tid,
+		ASSERT_EQ(9, sscanf(line, "%u %u %15s %f %f %f %f %f %63s", &tid,
 				     &tgid, state, &pct[0], &pct[1], &pct[2],
-				     &pct[3], &pct[4], comm) + 1)
+				     &pct[3], &pct[4], comm))
 			TH_LOG("%s", line);
 		rows++;
 		EXPECT_EQ((unsigned int)getpid(), tgid);
@@ -621,7 +630,7 @@ TEST_F(totals, metrics_prometheus_text)
 	spinner_stop(&idle);
 }
 
-/* With arguments, only the tests they name (run_vm.sh: totals_off). */
+/* With arguments, only the tests they name (run_vm.sh: totals=0). */
 int main(int argc, char **argv)
 {
 	return ts_harness_main(argc, argv);
