@@ -19,7 +19,7 @@ make -s -C "$top/selftests/taskstate" O="$bin" "$bin/ts_pingpong"
 cat > "$out/demo.sh" <<GUEST
 set -e
 insmod $out/taskstate.ko
-$bin/ts_pingpong 3 > /dev/null &
+$bin/ts_pingpong 8 > /dev/null &
 sleep 30 &
 sleeper=\$!
 sleep 30 &
