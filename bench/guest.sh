@@ -195,6 +195,7 @@ setup() {
 	A) load "$BENCH_KO_C" track_all=1 ;;
 	a) load "$BENCH_KO_A" track_all=1 ;;
 	b) load "$BENCH_KO_B" track_all=1 ;;
+	z) load "$BENCH_KO_C" track_all=1 totals=0 ;;
 	B) bt_start ;;
 	esac
 	sleep 0.5
@@ -210,12 +211,14 @@ teardown() {
 }
 
 # ---- 3. the probe's own cost, at load (bench_iters) ----
-log "scenario 3: probe microbenchmark, $BENCH_PROBE_REPS x 3 loads, bench_iters=$BENCH_PROBE_ITERS"
+log "scenario 3: probe microbenchmark, $BENCH_PROBE_REPS x 4 loads, bench_iters=$BENCH_PROBE_ITERS"
 echo "scheme,rep,iters,empty_ns,clock_ns,tracked_ns,untracked_ns" > "$out/probe.csv"
 for rep in $(seq 1 "$BENCH_PROBE_REPS"); do
-	for s in a b c; do
-		case $s in a) ko=$BENCH_KO_A ;; b) ko=$BENCH_KO_B ;; c) ko=$BENCH_KO_C ;; esac
-		load "$ko" track_all=1 bench_iters="$BENCH_PROBE_ITERS"
+	for s in a b c z; do
+		totals=1
+		case $s in a) ko=$BENCH_KO_A ;; b) ko=$BENCH_KO_B ;; c) ko=$BENCH_KO_C ;;
+		z) ko=$BENCH_KO_C totals=0 ;; esac
+		load "$ko" track_all=1 totals=$totals bench_iters="$BENCH_PROBE_ITERS"
 		echo "$s,$rep,$BENCH_PROBE_ITERS,$(cat /sys/module/taskstate/parameters/bench_ns)" >> "$out/probe.csv"
 		unload
 	done
@@ -225,8 +228,9 @@ cat "$out/probe.csv"
 # ---- 1. + 2. context-switch benchmarks, configurations interleaved ----
 # N E T A B: scenario 1 (E T A with the product's scheme 0 build);
 # a b: scenario 2's seqcount and xchg builds (pinned pipe only); its (c),
-# the product's plain store, is A's run of the same round.
-configs=(N E T A B a b)
+# the product's plain store, is A's run of the same round; z: the product
+# with per-state totals off (totals=0, pinned pipe only).
+configs=(N E T A B a b z)
 echo "bench,config,round,value,unit,cut,t0,t1" > "$out/runs.csv"
 fails=0
 log "scenarios 1+2: $BENCH_ROUNDS rounds of ${configs[*]} (start rotates by round)"

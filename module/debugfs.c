@@ -5,7 +5,8 @@
  * Read-only (0400) with no ioctl and no mmap, so it stays readable under
  * kernel lockdown, where debugfs refuses to open anything else.  Each read
  * shows the tracked threads visible in the reader's pid namespace, with
- * the tids that namespace gives them.
+ * the tids that namespace gives them, and the per-state totals up to the
+ * read (RUN_NS ... OTHER_NS, "-" with totals=0).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -58,21 +59,36 @@ static const char *const ts_state_names[TASKSTATE_NR_STATES] = {
 
 static int ts_seq_show(struct seq_file *m, void *v)
 {
+	unsigned int i, state;
 	struct ts_view view;
+	u64 now, age;
 
 	if (v == SEQ_START_TOKEN) {
-		seq_printf(m, "%7s %7s %-8s %20s %20s %s\n", "TID", "TGID",
-			   "STATE", "SINCE_NS", "AGE_NS", "COMM");
+		seq_printf(m, "%7s %7s %-8s %20s %20s %16s %16s %16s %16s %16s %s\n",
+			   "TID", "TGID", "STATE", "SINCE_NS", "AGE_NS",
+			   "RUN_NS", "WAIT_NS", "SLEEP_NS", "BLOCK_NS",
+			   "OTHER_NS", "COMM");
 		return 0;
 	}
 	if (!ts_view_slot((uintptr_t)v - 2, task_active_pid_ns(current),
 			  &view))
 		return 0;
-	seq_printf(m, "%7d %7d %-8s %20llu %20llu %s\n", view.tid, view.tgid,
+	now = ktime_get_boot_fast_ns();
+	age = taskstate_age_ns(view.word, now);
+	seq_printf(m, "%7d %7d %-8s %20llu %20llu", view.tid, view.tgid,
 		   ts_state_names[taskstate_state(view.word)],
-		   taskstate_since_ns(view.word),
-		   taskstate_age_ns(view.word, ktime_get_boot_fast_ns()),
-		   view.comm);
+		   taskstate_since_ns(view.word), age);
+	/* The totals up to now: the current state's time added to its own. */
+	state = taskstate_state(view.word);
+	if (view.word)
+		view.totals.state_ns[taskstate_total_of(state)] += age;
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++) {
+		if (ts_totals)
+			seq_printf(m, " %16llu", view.totals.state_ns[i]);
+		else
+			seq_printf(m, " %16s", "-");
+	}
+	seq_printf(m, " %s\n", view.comm);
 	return 0;
 }
 

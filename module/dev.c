@@ -16,6 +16,7 @@
 #include <linux/miscdevice.h>
 #include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 #include "readers.h"
 #include "table.h"
@@ -174,38 +175,104 @@ static long ts_ioctl_track(void __user *uarg, bool track)
 }
 
 /*
- * The word of the thread @tid names in pid namespace @ns (the caller's),
- * and its tgid there.  Under rcu_read_lock(): the task cannot be freed,
- * and a slot found for it cannot be reused by another thread.  @ns is
- * resolved once per call: find_vpid() and task_tgid_vnr() would look it
- * up again for every tid.
+ * The slot of the thread @e->tid names in pid namespace @ns (the
+ * caller's), with its tgid there in @e; NULL if none.  Under
+ * rcu_read_lock(): the task cannot be freed, and a slot found for it
+ * cannot be reused by another thread.  @ns is resolved once per call:
+ * find_vpid() and task_tgid_vnr() would look it up again for every tid.
  */
-static bool ts_sample_one(void *rec, struct pid_namespace *ns)
+static struct ts_slot *ts_sample_find(struct taskstate_entry *e,
+				      struct pid_namespace *ns)
 {
-	struct taskstate_entry *e = rec;
 	struct task_struct *t;
 	struct ts_slot *s;
 
 	e->tgid = 0;
 	e->word = 0;
 	if (!e->tid || e->tid > PID_MAX_LIMIT)
-		return false;
+		return NULL;
 	t = pid_task(find_pid_ns(e->tid, ns), PIDTYPE_PID);
 	if (!t)
-		return false;
+		return NULL;
 	s = ts_lookup(t);
 	if (!s)
-		return false;
+		return NULL;
 	/*
 	 * 0 while the last thread of a group is being released:
 	 * __unhash_process() detaches its PID link, then its TGID one.  The
 	 * ABI promises tgid 0 only for "not found", and so it is.
 	 */
 	e->tgid = task_tgid_nr_ns(t, ns);
-	if (!e->tgid)
-		return false;
-	e->word = ts_word_load(ts_slot_word(s));
-	return true;
+	return e->tgid ? s : NULL;
+}
+
+static bool ts_sample_one(void *rec, struct pid_namespace *ns)
+{
+	struct taskstate_entry *e = rec;
+	struct ts_slot *s = ts_sample_find(e, ns);
+
+	if (s)
+		e->word = ts_word_load(&ts_slot_pub(s)->word);
+	return s;
+}
+
+/*
+ * SAMPLE with totals (version 1): the batch loop of ts_batch() with a
+ * second user array, the totals that match each word (ts_pub_read()).
+ * Chunks of TS_CHUNK, the totals in a buffer of their own (1.5 KiB, too
+ * much for the stack).
+ */
+static long ts_sample_totals(const struct taskstate_sample *args)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	struct taskstate_entry e[TS_CHUNK];
+	struct taskstate_entry __user *ue;
+	struct taskstate_totals __user *ut;
+	struct taskstate_totals *t;
+	u32 i, n, done;
+	long found = 0;
+
+	if (!ts_totals)
+		return -EOPNOTSUPP;
+	if (args->count && (!ts_user_ptr_fits(args->entries) ||
+			    !ts_user_ptr_fits(args->totals)))
+		return -EFAULT;
+	t = kmalloc_array(TS_CHUNK, sizeof(*t), GFP_KERNEL);
+	if (!t)
+		return -ENOMEM;
+	ue = u64_to_user_ptr(args->entries);
+	ut = u64_to_user_ptr(args->totals);
+	for (done = 0; done < args->count; done += n) {
+		struct ts_slot *s;
+
+		cond_resched();
+		n = min_t(u32, args->count - done, TS_CHUNK);
+		if (copy_from_user(e, ue + done, n * sizeof(*e))) {
+			found = -EFAULT;
+			break;
+		}
+		memset(t, 0, n * sizeof(*t));
+		rcu_read_lock();
+		for (i = 0; i < n; i++) {
+			s = ts_sample_find(&e[i], ns);
+			if (!s)
+				continue;
+			found++;
+			/* Not readable now: the word, invalid totals (uapi). */
+			if (!ts_pub_read(ts_slot_pub(s), &e[i].word, &t[i])) {
+				e[i].word = ts_word_load(&ts_slot_pub(s)->word);
+				memset(&t[i], 0, sizeof(t[i]));
+			}
+		}
+		rcu_read_unlock();
+		if (copy_to_user(ue + done, e, n * sizeof(*e)) ||
+		    copy_to_user(ut + done, t, n * sizeof(*t))) {
+			found = -EFAULT;
+			break;
+		}
+	}
+	kfree(t);
+	return found;
 }
 
 static long ts_ioctl_sample(void __user *uarg)
@@ -221,8 +288,12 @@ static long ts_ioctl_sample(void __user *uarg)
 		return -EINVAL;
 	if (args.count > TASKSTATE_BATCH_MAX)
 		return -E2BIG;
-	found = ts_batch(args.entries, args.count,
-			 sizeof(struct taskstate_entry), ts_sample_one);
+	if (args.totals)
+		found = ts_sample_totals(&args);
+	else
+		found = ts_batch(args.entries, args.count,
+				 sizeof(struct taskstate_entry),
+				 ts_sample_one);
 	if (found < 0)
 		return found;
 	args.found = found;
@@ -231,15 +302,30 @@ static long ts_ioctl_sample(void __user *uarg)
 	return args.found;
 }
 
+/* Copy @n entries (and their totals, if @ut) out at @at. */
+static int ts_list_flush(struct taskstate_entry __user *ue,
+			 struct taskstate_totals __user *ut, u32 at,
+			 const struct taskstate_entry *e,
+			 const struct taskstate_totals *t, u32 n)
+{
+	if (copy_to_user(ue + at, e, n * sizeof(*e)))
+		return -EFAULT;
+	if (ut && copy_to_user(ut + at, t, n * sizeof(*t)))
+		return -EFAULT;
+	return 0;
+}
+
 static long ts_ioctl_list(void __user *uarg)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
 	struct taskstate_entry buf[TS_CHUNK];
+	struct taskstate_totals __user *ut = NULL;
+	struct taskstate_totals *tbuf = NULL;
 	struct taskstate_entry __user *ue;
 	struct taskstate_list args;
 	unsigned int idx, used, n = 0;
 	struct ts_view v;
-	long usize;
+	long usize, ret = 0;
 
 	usize = ts_get_args(&args, sizeof(args), TASKSTATE_LIST_SIZE_VER0,
 			    uarg);
@@ -251,9 +337,18 @@ static long ts_ioctl_list(void __user *uarg)
 	args.total = 0;
 	if (args.count > TASKSTATE_LIST_MAX)
 		return -E2BIG;
-	if (args.count && !ts_user_ptr_fits(args.entries))
+	if (args.totals && !ts_totals)
+		return -EOPNOTSUPP;
+	if (args.count && (!ts_user_ptr_fits(args.entries) ||
+			   !ts_user_ptr_fits(args.totals)))
 		return -EFAULT;
 	ue = u64_to_user_ptr(args.entries);
+	if (args.totals) {
+		ut = u64_to_user_ptr(args.totals);
+		tbuf = kmalloc_array(TS_CHUNK, sizeof(*tbuf), GFP_KERNEL);
+		if (!tbuf)
+			return -ENOMEM;
+	}
 	used = ts_slots_used();
 	for (idx = 0; idx < used; idx++) {
 		if (!(idx % 1024))
@@ -265,22 +360,31 @@ static long ts_ioctl_list(void __user *uarg)
 		args.total++;
 		if (args.filled + n >= args.count)
 			continue;
-		buf[n++] = (struct taskstate_entry) {
+		buf[n] = (struct taskstate_entry) {
 			.tid = v.tid, .tgid = v.tgid, .word = v.word,
 		};
-		if (n == TS_CHUNK) {
-			if (copy_to_user(ue + args.filled, buf, sizeof(buf)))
-				return -EFAULT;
+		if (tbuf)
+			tbuf[n] = v.totals;
+		if (++n == TS_CHUNK) {
+			ret = ts_list_flush(ue, ut, args.filled, buf, tbuf, n);
+			if (ret)
+				goto out;
 			args.filled += n;
 			n = 0;
 		}
 	}
-	if (n && copy_to_user(ue + args.filled, buf, n * sizeof(*buf)))
-		return -EFAULT;
+	if (n) {
+		ret = ts_list_flush(ue, ut, args.filled, buf, tbuf, n);
+		if (ret)
+			goto out;
+	}
 	args.filled += n;
-	if (ts_put_args(uarg, &args, sizeof(args), usize))
-		return -EFAULT;
-	return args.filled;
+	ret = ts_put_args(uarg, &args, sizeof(args), usize);
+	if (!ret)
+		ret = args.filled;
+out:
+	kfree(tbuf);
+	return ret;
 }
 
 static long ts_dev_ioctl(struct file *file, unsigned int cmd,
@@ -333,8 +437,9 @@ int ts_dev_init(bool track_all)
 	BUILD_BUG_ON(sizeof(struct taskstate_info) != TASKSTATE_INFO_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct taskstate_track) != TASKSTATE_TRACK_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct taskstate_sample) !=
-		     TASKSTATE_SAMPLE_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct taskstate_list) != TASKSTATE_LIST_SIZE_VER0);
+		     TASKSTATE_SAMPLE_SIZE_VER1);
+	BUILD_BUG_ON(sizeof(struct taskstate_list) != TASKSTATE_LIST_SIZE_VER1);
+	BUILD_BUG_ON(sizeof(struct taskstate_totals) != 48);
 
 	ts_dev_track_all = track_all;
 	return misc_register(&ts_miscdev);

@@ -27,6 +27,12 @@ module_param(track_all, bool, 0444);
 MODULE_PARM_DESC(track_all,
 		 "Track every thread: existing ones at load, new ones at fork (default 1). With 0, only threads and processes added through /dev/taskstate are tracked.");
 
+/* Read by the probes (entry.h): fixed before they are registered. */
+bool ts_totals __read_mostly = true;
+module_param_named(totals, ts_totals, bool, 0444);
+MODULE_PARM_DESC(totals,
+		 "Keep per-state cumulative time for every tracked thread (default 1): debugfs columns, SAMPLE/LIST totals, the mapping's state_ns[].");
+
 static int __init taskstate_init(void)
 {
 	u64 probes_since;

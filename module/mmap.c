@@ -54,7 +54,7 @@ void ts_map_info(struct taskstate_info *info)
 	info->map_entry_size = sizeof(struct ts_pub);
 	info->map_layout = TASKSTATE_MAP_LAYOUT;
 	info->map_entries = ts_nr_slots;
-	info->map_flags = 0;
+	info->map_flags = ts_totals ? TASKSTATE_MAP_F_TOTALS : 0;
 	info->map_size = ts_map_size();
 }
 

@@ -16,7 +16,9 @@
  *    The one lock-free call, try_to_wake_up(p == current), wakes a task
  *    on its own CPU, which writes RUNNING; a remote ttwu_runnable() for
  *    the same task at the same moment writes RUNNING too (on_cpu is set):
- *    two writers, one value.
+ *    two writers, one value, which the word holds already (current's
+ *    word is RUNNING outside __schedule()), so neither stores, and
+ *    neither adds to a per-state total (ts_pub_set()).
  *  - sched_wakeup_new (wake_up_new_task()): pi_lock and run queue lock;
  *    the task has never run.
  *  - task_newtask (kernel/fork.c, copy_process()): before
@@ -28,9 +30,11 @@
  *    the entry's tid after de_thread(), under ts_lock (ts_retid()).
  *
  * Hence a plain store (ts_word_store()) is enough, and the probes may read
- * their own word to skip a store that would not change the state.  The one
- * other write, the snapshot when tracking starts, only replaces an empty
- * word (ts_word_init()), a grace period after the slot was published.
+ * their own word to skip a store that would not change the state, and
+ * add to the per-state totals without an atomic read-modify-write
+ * (ts_pub_set(), entry.h).  The one other write, the snapshot when
+ * tracking starts, only replaces an empty word (ts_pub_first()), a grace
+ * period after the slot was published.
  *
  * Mixing a plain store with the snapshot's cmpxchg assumes cmpxchg is one
  * instruction, as on x86 and arm64 (on parisc it is a read and a write
@@ -83,14 +87,11 @@ static inline void ts_fault_newtask_delay(void)
 }
 #endif
 
-/* Write @state unless the word holds it already: the time must not move. */
+/* Write @state unless the word holds it already (entry.h). */
 static __always_inline void ts_set(struct ts_slot *s, unsigned int state,
 				   u64 now)
 {
-	struct ts_word *w = ts_slot_word(s);
-
-	if (taskstate_state(ts_word_load(w)) != state)
-		ts_word_store(w, taskstate_pack(state, now));
+	ts_pub_set(ts_slot_pub(s), state, now);
 }
 
 static unsigned int ts_prev_state(bool preempt, struct task_struct *prev,

@@ -236,7 +236,7 @@ static u64 ts_since_estimate(struct task_struct *t, u64 now)
  * then every probe that ran without seeing the slot has finished, with
  * all it did to the task (a switch sets on_cpu in the same
  * preemption-disabled section), so on_cpu and __state are current, and
- * every later event writes the word itself.  ts_word_init() only fills an
+ * every later event writes the word itself.  ts_pub_first() only fills an
  * empty word, so a probe that got there first keeps its newer word.  A
  * thread not on a CPU gets the time it entered its state as the scheduler
  * knows it (ts_since_estimate()), not the snapshot's.
@@ -247,12 +247,16 @@ void ts_snapshot(struct task_struct *t)
 	struct ts_slot *s = ts_lookup(t);
 	unsigned int state = ts_state_of(t);
 	u64 now = ktime_get_boot_fast_ns();
+	unsigned long irqflags;
 
 	if (!s || state == TASKSTATE_NONE)
 		return;
 	if (state != TASKSTATE_RUNNING && state != TASKSTATE_DEAD)
 		now = ts_since_estimate(t, now);
-	ts_word_init(ts_slot_word(s), taskstate_pack(state, now));
+	/* The word, then at once its start_ns: readers retry in between. */
+	local_irq_save(irqflags);
+	ts_pub_first(ts_slot_pub(s), taskstate_pack(state, now));
+	local_irq_restore(irqflags);
 }
 
 static void ts_slot_reuse(struct rcu_head *head)
@@ -261,8 +265,8 @@ static void ts_slot_reuse(struct rcu_head *head)
 	unsigned int idx = s - ts_slots;
 	unsigned long irqflags;
 
-	/* No probe or reader can hold the slot any more: empty its word. */
-	ts_word_store(&ts_pub[idx].word, 0);
+	/* No probe or reader can hold the slot any more: empty it. */
+	ts_pub_reset(&ts_pub[idx]);
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	ts_free[ts_nr_free++] = idx;
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
@@ -350,12 +354,18 @@ bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 	struct task_struct *t;
 	unsigned long irqflags;
 
+	memset(&v->totals, 0, sizeof(v->totals));
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	t = ts_slots[idx].task;
 	if (t) {
 		v->tid = task_pid_nr_ns(t, ns);
 		v->tgid = task_tgid_nr_ns(t, ns);
-		v->word = ts_word_load(&ts_pub[idx].word);
+		/* Totals not readable now: the word, invalid totals (uapi). */
+		if (!ts_totals ||
+		    !ts_pub_read(&ts_pub[idx], &v->word, &v->totals)) {
+			v->word = ts_word_load(&ts_pub[idx].word);
+			memset(&v->totals, 0, sizeof(v->totals));
+		}
 		/*
 		 * __set_task_comm() rewrites comm under task_lock(), a
 		 * spinlock_t we cannot take under this raw lock.  A racing

@@ -10,7 +10,7 @@
 #include <linux/rculist.h>
 #include <linux/sched.h>
 #include "compat.h"
-#include "word.h"
+#include "entry.h"
 
 /* The slot's task was tracked with its future threads and children. */
 #define TS_SLOT_INHERIT		0x1
@@ -25,25 +25,6 @@ struct ts_slot {
 	struct task_struct *task;	/* owner, NULL while free */
 	unsigned int flags;		/* TS_SLOT_*, under ts_lock */
 	struct rcu_head rcu;		/* defers reuse past lockless readers */
-};
-
-/*
- * Public half of a slot: struct taskstate_map_entry of the uapi header,
- * field for field, what the mapping shows (module/mmap.c).  Only what a
- * reader may see: no pointer, nothing of an earlier user of the memory
- * (vmalloc_user() zeroes it).
- *
- * tid: the owner's tid in the initial pid namespace, 0 once released;
- * exec can change it (de_thread()), ts_retid() follows.  gen: even while
- * free, odd while owned, bumped by ts_pub_take() and ts_pub_release().
- * start_ns, state_ns[]: room for per-state totals, zero for now.
- */
-struct ts_pub {
-	struct ts_word word;
-	u32 tid;
-	u32 gen;
-	u64 start_ns;
-	u64 state_ns[TASKSTATE_MAP_NR_TOTALS];
 };
 
 extern struct ts_slot *ts_slots;
@@ -67,11 +48,6 @@ static __always_inline struct ts_slot *ts_lookup(const struct task_struct *t)
 		if (READ_ONCE(s->task) == t)
 			return s;
 	return NULL;
-}
-
-static __always_inline struct ts_word *ts_slot_word(const struct ts_slot *s)
-{
-	return &ts_pub[s - ts_slots].word;
 }
 
 static __always_inline struct ts_pub *ts_slot_pub(const struct ts_slot *s)
@@ -127,6 +103,7 @@ struct ts_view {
 	pid_t tid;
 	pid_t tgid;
 	u64 word;
+	struct taskstate_totals totals;	/* zero without ts_totals */
 	char comm[TASK_COMM_LEN];
 };
 

@@ -40,6 +40,25 @@
 #define TS_WRITE_SCHEME 0
 #endif
 
+/*
+ * A tear-free 64-bit value with one writer, for the per-state totals
+ * (entry.h): the same store and load as the word's, whatever the scheme.
+ */
+static __always_inline void ts_u64_store(atomic64_t *v, u64 val)
+{
+	if (IS_ENABLED(CONFIG_64BIT))
+		WRITE_ONCE(v->counter, (s64)val);
+	else
+		atomic64_set(v, (s64)val);
+}
+
+static __always_inline u64 ts_u64_load(const atomic64_t *v)
+{
+	if (IS_ENABLED(CONFIG_64BIT))
+		return (u64)READ_ONCE(v->counter);
+	return (u64)atomic64_read(v);
+}
+
 #if TS_WRITE_SCHEME != 2
 struct ts_word {
 	atomic64_t v;
@@ -50,17 +69,13 @@ static __always_inline void ts_word_store(struct ts_word *w, u64 word)
 {
 	if (TS_WRITE_SCHEME == 1)
 		atomic64_xchg(&w->v, (s64)word);
-	else if (IS_ENABLED(CONFIG_64BIT))
-		WRITE_ONCE(w->v.counter, (s64)word);
 	else
-		atomic64_set(&w->v, (s64)word);
+		ts_u64_store(&w->v, word);
 }
 
 static __always_inline u64 ts_word_load(const struct ts_word *w)
 {
-	if (IS_ENABLED(CONFIG_64BIT))
-		return (u64)READ_ONCE(w->v.counter);
-	return (u64)atomic64_read(&w->v);
+	return ts_u64_load(&w->v);
 }
 
 /*

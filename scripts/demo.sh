@@ -4,7 +4,7 @@
 # `make demo`: build taskstate for Debian's 6.1 amd64 kernel, boot it in
 # QEMU, load the module, start a small workload (a context-switch ping-pong,
 # a sleeper, a stopped process) and print the debugfs table and
-# `taskstate show` for it.
+# `taskstate show` and `taskstate top` for it.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +19,7 @@ make -s -C "$top/selftests/taskstate" O="$bin" "$bin/ts_pingpong"
 cat > "$out/demo.sh" <<GUEST
 set -e
 insmod $out/taskstate.ko
-$bin/ts_pingpong 3 > /dev/null &
+$bin/ts_pingpong 8 > /dev/null &
 sleep 30 &
 sleeper=\$!
 sleep 30 &
@@ -32,6 +32,9 @@ grep -E " (ts_pingpong|sleep|sh)\\\$" /sys/kernel/debug/taskstate
 echo
 echo "### taskstate show -p \$stopped"
 $bin/taskstate show -p \$stopped
+echo
+echo "### taskstate top -n 1 (where the last second went)"
+$bin/taskstate top -n 1 | head -n 12
 echo
 echo "### taskstate info"
 $bin/taskstate info

@@ -22,10 +22,11 @@ _Static_assert(sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER1,
 	       "taskstate_info size");
 _Static_assert(sizeof(struct taskstate_track) == TASKSTATE_TRACK_SIZE_VER0,
 	       "taskstate_track size");
-_Static_assert(sizeof(struct taskstate_sample) == TASKSTATE_SAMPLE_SIZE_VER0,
+_Static_assert(sizeof(struct taskstate_sample) == TASKSTATE_SAMPLE_SIZE_VER1,
 	       "taskstate_sample size");
-_Static_assert(sizeof(struct taskstate_list) == TASKSTATE_LIST_SIZE_VER0,
+_Static_assert(sizeof(struct taskstate_list) == TASKSTATE_LIST_SIZE_VER1,
 	       "taskstate_list size");
+_Static_assert(sizeof(struct taskstate_totals) == 48, "taskstate_totals size");
 _Static_assert(sizeof(struct taskstate_entry) == 16, "taskstate_entry size");
 _Static_assert(sizeof(struct taskstate_locate) == TASKSTATE_LOCATE_SIZE_VER0,
 	       "taskstate_locate size");
@@ -37,6 +38,14 @@ _Static_assert(sizeof(struct taskstate_map_entry) == TASKSTATE_MAP_ENTRY_SIZE,
 /* taskstate_list(): first buffer, and how many times it may grow. */
 #define LIST_FIRST_COUNT	256
 #define LIST_TRIES		4
+
+/*
+ * taskstate_mapping_read_totals(): reads that may meet a change in
+ * progress before giving up.  A change takes nanoseconds; only a writer
+ * stopped between a first word and its start_ns (interrupts are off
+ * there, but a vCPU can be preempted by its host) could outlast them.
+ */
+#define MAP_READ_TRIES		100000
 
 const char *taskstate_dev_path(void)
 {
@@ -91,7 +100,9 @@ int taskstate_untrack(int fd, unsigned int id, bool process, uint64_t *nr_thread
 	return track_ioctl(fd, TASKSTATE_IOC_UNTRACK, id, process, nr_threads);
 }
 
-int taskstate_sample(int fd, struct taskstate_entry *e, uint32_t n)
+/* SAMPLE in batches; with @t, version 1 with the totals too. */
+static int sample(int fd, struct taskstate_entry *e,
+		  struct taskstate_totals *t, uint32_t n)
 {
 	uint32_t done, chunk;
 	int ret, found = 0;
@@ -100,8 +111,10 @@ int taskstate_sample(int fd, struct taskstate_entry *e, uint32_t n)
 		return -EINVAL;
 	for (done = 0; done < n; done += chunk) {
 		struct taskstate_sample s = {
-			.size = sizeof(s),
+			.size = t ? TASKSTATE_SAMPLE_SIZE_VER1 :
+				    TASKSTATE_SAMPLE_SIZE_VER0,
 			.entries = (uintptr_t)(e + done),
+			.totals = t ? (uintptr_t)(t + done) : 0,
 		};
 
 		chunk = n - done;
@@ -116,36 +129,61 @@ int taskstate_sample(int fd, struct taskstate_entry *e, uint32_t n)
 	return found;
 }
 
-int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
-	    uint32_t *n)
+int taskstate_sample(int fd, struct taskstate_entry *e, uint32_t n)
 {
-	struct taskstate_entry *buf = NULL, *tmp;
+	return sample(fd, e, NULL, n);
+}
+
+int taskstate_sample_totals(int fd, struct taskstate_entry *e,
+			    struct taskstate_totals *t, uint32_t n)
+{
+	return sample(fd, e, t, n);
+}
+
+/* LIST, growing the buffers; with @tout, version 1 with the totals. */
+static int list(int fd, unsigned int pid, struct taskstate_entry **out,
+		struct taskstate_totals **tout, uint32_t *n)
+{
+	struct taskstate_totals *tbuf = NULL;
+	struct taskstate_entry *buf = NULL;
 	uint32_t count = LIST_FIRST_COUNT;
-	int tries, ret, err;
+	int tries, ret, err = 0;
+	void *tmp;
 
 	for (tries = 1; ; tries++) {
 		struct taskstate_list l = {
-			.size = sizeof(l),
+			.size = tout ? TASKSTATE_LIST_SIZE_VER1 :
+				       TASKSTATE_LIST_SIZE_VER0,
 			.pid = pid,
 			.count = count,
 		};
 
 		tmp = realloc(buf, count * sizeof(*buf));
 		if (!tmp) {
-			free(buf);
-			return -ENOMEM;
+			err = -ENOMEM;
+			break;
 		}
 		buf = tmp;
+		if (tout) {
+			tmp = realloc(tbuf, count * sizeof(*tbuf));
+			if (!tmp) {
+				err = -ENOMEM;
+				break;
+			}
+			tbuf = tmp;
+			l.totals = (uintptr_t)tbuf;
+		}
 		l.entries = (uintptr_t)buf;
 		ret = ioctl(fd, TASKSTATE_IOC_LIST, &l);
 		if (ret < 0) {
 			err = -errno;
-			free(buf);
-			return err;
+			break;
 		}
 		if (l.total <= count || count == TASKSTATE_LIST_MAX ||
 		    tries == LIST_TRIES) {
 			*out = buf;
+			if (tout)
+				*tout = tbuf;
 			*n = ret;
 			return l.total > INT_MAX ? INT_MAX : (int)l.total;
 		}
@@ -154,6 +192,22 @@ int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
 		if (count > TASKSTATE_LIST_MAX || count < l.total)
 			count = TASKSTATE_LIST_MAX;
 	}
+	free(buf);
+	free(tbuf);
+	return err;
+}
+
+int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
+		   uint32_t *n)
+{
+	return list(fd, pid, out, NULL, n);
+}
+
+int taskstate_list_totals(int fd, unsigned int pid,
+			  struct taskstate_entry **out,
+			  struct taskstate_totals **totals, uint32_t *n)
+{
+	return list(fd, pid, out, totals, n);
 }
 
 int taskstate_mapping_open(int fd, struct taskstate_mapping *m)
@@ -179,6 +233,7 @@ int taskstate_mapping_open(int fd, struct taskstate_mapping *m)
 		return -errno;
 	m->entries = p;
 	m->nr = info.map_entries;
+	m->flags = info.map_flags;
 	m->size = info.map_size;
 	return 0;
 }
@@ -221,6 +276,52 @@ uint64_t taskstate_now_ns(void)
 
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int taskstate_mapping_read_totals(const struct taskstate_mapping *m,
+				  const struct taskstate_location *l,
+				  uint64_t *word, struct taskstate_totals *t)
+{
+	int i, ret;
+	__u64 w;
+
+	if (!(m->flags & TASKSTATE_MAP_F_TOTALS))
+		return -EOPNOTSUPP;
+	if (l->index >= m->nr)
+		return 0;
+	for (i = 0; i < MAP_READ_TRIES; i++) {
+		ret = taskstate_map_read_totals(&m->entries[l->index], l->gen,
+						&w, t);
+		if (ret >= 0)
+			break;
+	}
+	if (ret < 0)
+		return -EAGAIN;
+	if (ret)
+		*word = w;
+	return ret;
+}
+
+void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,
+			 uint64_t now_ns,
+			 uint64_t state_ns[TASKSTATE_MAP_NR_TOTALS])
+{
+	int i;
+
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		state_ns[i] = t->state_ns[i];
+	if (word)
+		state_ns[taskstate_total_of(taskstate_state(word))] +=
+			taskstate_age_ns(word, now_ns);
+}
+
+const char *taskstate_total_name(unsigned int total)
+{
+	static const char *const names[TASKSTATE_MAP_NR_TOTALS] = {
+		"RUN", "WAIT", "SLEEP", "BLOCK", "OTHER",
+	};
+
+	return total < TASKSTATE_MAP_NR_TOTALS ? names[total] : "?";
 }
 
 const char *taskstate_state_name(unsigned int state)

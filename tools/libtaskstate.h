@@ -43,6 +43,14 @@ int taskstate_untrack(int fd, unsigned int id, bool process, uint64_t *nr_thread
 int taskstate_sample(int fd, struct taskstate_entry *e, uint32_t n);
 
 /*
+ * The same, and t[0..n-1] the per-state totals that match each word
+ * (zero for a thread not found): "DOC: Per-state totals" in the uapi
+ * header.  -EOPNOTSUPP if the module keeps no totals (totals=0).
+ */
+int taskstate_sample_totals(int fd, struct taskstate_entry *e,
+			    struct taskstate_totals *t, uint32_t n);
+
+/*
  * All tracked threads visible to the caller, or only process pid's when
  * pid is not 0.  *out is allocated here (never NULL on success) and freed
  * by the caller; *n gets its number of entries.  Returns the number of
@@ -51,7 +59,12 @@ int taskstate_sample(int fd, struct taskstate_entry *e, uint32_t n);
  * than the bounded retries.
  */
 int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
-	    uint32_t *n);
+		   uint32_t *n);
+
+/* The same, and *totals (allocated here too) the totals of each entry. */
+int taskstate_list_totals(int fd, unsigned int pid,
+			  struct taskstate_entry **out,
+			  struct taskstate_totals **totals, uint32_t *n);
 
 /*
  * Zero-syscall reads: the module's entries mapped read-only (rules and
@@ -60,6 +73,7 @@ int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
 struct taskstate_mapping {
 	const struct taskstate_map_entry *entries;
 	uint32_t nr;		/* entries mapped */
+	uint32_t flags;		/* INFO's map_flags: TASKSTATE_MAP_F_* */
 	size_t size;		/* bytes mapped */
 };
 
@@ -117,6 +131,29 @@ static inline int taskstate_mapping_entry(const struct taskstate_mapping *m, uin
 	*gen = g;
 	return 1;
 }
+
+/*
+ * The word and the per-state totals of the located thread l, without a
+ * system call, consistent with each other.  Returns 1 with both set, 0
+ * once the entry is not l's thread (as taskstate_mapping_read()),
+ * -EOPNOTSUPP if the module keeps no totals (totals=0), -EAGAIN if a
+ * change landed in every try (not seen).
+ */
+int taskstate_mapping_read_totals(const struct taskstate_mapping *m,
+				  const struct taskstate_location *l,
+				  uint64_t *word, struct taskstate_totals *t);
+
+/*
+ * The totals up to now_ns: t's, with the time in the current state
+ * (word's age at now_ns) added to that state's total.  state_ns[i] is
+ * indexed by TASKSTATE_TOTAL_*; their sum is now_ns - t->start_ns.
+ */
+void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,
+			 uint64_t now_ns,
+			 uint64_t state_ns[TASKSTATE_MAP_NR_TOTALS]);
+
+/* "RUN", "WAIT", "SLEEP", "BLOCK", "OTHER" for TASKSTATE_TOTAL_*. */
+const char *taskstate_total_name(unsigned int total);
 
 /* CLOCK_BOOTTIME now, in ns: the clock the words are stamped with. */
 uint64_t taskstate_now_ns(void);

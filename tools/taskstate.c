@@ -21,6 +21,7 @@
 
 #include "format.h"
 #include "libtaskstate.h"
+#include "top.h"
 
 #define EXIT_USAGE	2
 
@@ -42,6 +43,10 @@ static const char main_help[] =
 "                       list the tracked threads\n"
 "  watch [-p PID] [--stuck MS] [--interval MS] [--count N] [--no-map]\n"
 "                       list them again and again, like top\n"
+"  top [-p PID] [-d MS] [-n N] [-s KEY] [--json]\n"
+"                       the share of each interval spent in each state\n"
+"  metrics [-p PID] [-o FILE]\n"
+"                       per-process time in each state, for Prometheus\n"
 "  info                 show what the module is and holds\n"
 "\n"
 "'taskstate COMMAND --help' describes a command.  Opening the device\n"
@@ -100,6 +105,44 @@ static const char watch_help[] =
 "  -i, --interval MS      refresh every MS ms (1000)\n"
 "  -n, --count N          stop after N refreshes\n"
 "      --no-map           always use the LIST ioctl\n"
+"  -h, --help             show this help\n";
+
+static const char top_help[] =
+"Usage: taskstate top [-p PID] [-d MS] [-n N] [-s KEY] [--json]\n"
+"\n"
+"Every interval, per tracked thread, the share of the interval it spent\n"
+"in each state, from the module's per-state totals:\n"
+"  TID TGID STATE RUN% WAIT% SLEEP% BLOCK% OTHER% COMM\n"
+"RUN is on a CPU, WAIT runnable on a run queue, SLEEP interruptible\n"
+"sleep, BLOCK uninterruptible, OTHER stopped, traced or dead.  On a\n"
+"terminal the screen is redrawn in place (Ctrl-C quits); otherwise each\n"
+"refresh is a block of lines, blocks separated by an empty line.\n"
+"\n"
+"  -p, --pid PID          only the threads of process PID\n"
+"  -d, --delay MS         refresh every MS ms (1000)\n"
+"  -n, --count N          stop after N refreshes\n"
+"  -s, --sort KEY         run, wait, sleep, block, other (largest first)\n"
+"                         or tid (default: run)\n"
+"      --json             one JSON object per refresh and line: time_ns,\n"
+"                         interval_ns, threads (tid, tgid, state,\n"
+"                         run_ns, wait_ns, sleep_ns, block_ns, other_ns,\n"
+"                         comm: null if gone)\n"
+"  -h, --help             show this help\n";
+
+static const char metrics_help[] =
+"Usage: taskstate metrics [-p PID] [-o FILE]\n"
+"\n"
+"Print the Prometheus text exposition format: per process, the seconds\n"
+"its tracked threads spent in each state (a counter,\n"
+"taskstate_process_state_seconds_total, state running, runnable,\n"
+"sleeping, blocked or other) and how many are in each state now (a\n"
+"gauge, taskstate_process_threads).  A thread that exits takes its time\n"
+"with it: the counter then drops, which Prometheus reads as a reset.\n"
+"\n"
+"  -p, --pid PID          only process PID\n"
+"  -o, --output FILE      write FILE atomically (a temporary file renamed\n"
+"                         over it), e.g. for node_exporter's textfile\n"
+"                         collector\n"
 "  -h, --help             show this help\n";
 
 static const char info_help[] =
@@ -780,11 +823,91 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
+static int run_top(const struct command *cmd, int argc, char **argv)
+{
+	enum { OPT_JSON = 256 };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "sort", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ }
+	};
+	struct top_opts o = { .delay_ms = 1000, .sort = TASKSTATE_TOTAL_RUNNING };
+	int c, fd, ret;
+
+	while ((c = next_option(cmd, argc, argv, ":p:d:n:s:h",
+				longopts)) != -1) {
+		switch (c) {
+		case 'p':
+			o.pid = id_arg(cmd, "pid", optarg);
+			break;
+		case 'd':
+			o.delay_ms = num_arg(cmd, "delay", optarg, 10, 3600000);
+			break;
+		case 'n':
+			o.count = num_arg(cmd, "count", optarg, 1, INT_MAX);
+			break;
+		case 's':
+			ret = top_sort_key(optarg);
+			if (ret < 0)
+				usage_error(cmd, "unknown sort key '%s'", optarg);
+			o.sort = ret;
+			break;
+		case OPT_JSON:
+			o.json = true;
+			break;
+		}
+	}
+	want_args(cmd, argc, 0, "");
+	fd = open_device();
+	if (fd < 0)
+		return EXIT_FAILURE;
+	ret = top_run(fd, &o);
+	taskstate_close(fd);
+	return ret;
+}
+
+static int run_metrics(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ }
+	};
+	struct metrics_opts o = { 0 };
+	int c, fd, ret;
+
+	while ((c = next_option(cmd, argc, argv, ":p:o:h",
+				longopts)) != -1) {
+		switch (c) {
+		case 'p':
+			o.pid = id_arg(cmd, "pid", optarg);
+			break;
+		case 'o':
+			o.out = optarg;
+			break;
+		}
+	}
+	want_args(cmd, argc, 0, "");
+	fd = open_device();
+	if (fd < 0)
+		return EXIT_FAILURE;
+	ret = metrics_run(fd, &o);
+	taskstate_close(fd);
+	return ret;
+}
+
 static const struct command commands[] = {
 	{ "track", run_track, track_help },
 	{ "untrack", run_track, untrack_help },
 	{ "show", run_show, show_help },
 	{ "watch", run_watch, watch_help },
+	{ "top", run_top, top_help },
+	{ "metrics", run_metrics, metrics_help },
 	{ "info", run_info, info_help },
 };
 

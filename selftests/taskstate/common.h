@@ -6,11 +6,14 @@
 #define TASKSTATE_SELFTEST_COMMON_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -149,6 +152,34 @@ static inline int run_child(int (*fn)(void *), void *arg)
 		return 127;
 	return WIFEXITED(status) ? WEXITSTATUS(status) :
 				   128 + WTERMSIG(status);
+}
+
+/*
+ * @tid's (a thread of this process) voluntary context switches, from
+ * /proc: the count grows each time the thread blocks, so an unchanged
+ * count across a window means it did not go to sleep inside it.  -1 if
+ * it cannot be read.
+ */
+static inline long long ts_nvcsw(pid_t tid)
+{
+	char path[64], buf[2048], *p;
+	long long n = -1;
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	p = strstr(buf, "\nvoluntary_ctxt_switches:");
+	if (p)
+		n = strtoll(p + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);
+	return n;
 }
 
 /* Pin the calling thread to one CPU. */

@@ -52,6 +52,7 @@ section_track_all() {
 	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_abi"
 	run "$TS_BIN/ts_mmap"
 	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_mmap"
+	TS_BIN=$TS_BIN run "$TS_BIN/ts_totals"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
 	run "$TS_BIN/ts_bpftrace"
 	run "$TS_BIN/ts_review" info_counts_are_system_wide_in_child_pidns \
@@ -67,6 +68,7 @@ section_track_none() {
 	run "$TS_BIN/ts_states"
 	run "$TS_BIN/ts_abi"
 	run "$TS_BIN/ts_mmap"
+	TS_BIN=$TS_BIN run "$TS_BIN/ts_totals"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
 	run "$TS_BIN/ts_review" untrack_process_racing_clone \
 		info_counts_are_system_wide_in_child_pidns
@@ -123,6 +125,14 @@ section_params() {
 		sh -c "! insmod '$TS_KO' max_threads=1 2>/dev/null"
 	check "nothing left after refused load" \
 		sh -c '! grep -q "^taskstate " /proc/modules'
+	# Without per-state totals: refused where asked for, "-" in debugfs.
+	if check "load (totals=0)" insmod "$TS_KO" totals=0; then
+		run "$TS_BIN/ts_totals" totals_follow_info
+		check "debugfs shows no totals (totals=0)" \
+			sh -c 'sed -n 2p /sys/kernel/debug/taskstate |
+			       grep -qE "^ *1 .* - +- +- +- +- +[^ ]"'
+		check "unload (totals=0)" rmmod taskstate
+	fi
 }
 
 # --- torn words: the store helper never tears; plain stores do on 32-bit --
@@ -139,15 +149,20 @@ torture() {
 }
 # The mapping: the kernel writes with the helper, user space reads the
 # mapped page with the uapi header's protocol (atomic) or with two 32-bit
-# loads (split, the negative control: it tears on 64-bit too).
-torture_map() {
+# loads (split, the negative control: it tears on 64-bit too).  With
+# mode 3 the kernel changes the per-state totals with ts_pub_set() and
+# user space reads them with the uapi protocol (totals) or without its
+# invariant (wordonly, the negative control): counted are the sets read
+# that do not belong to their word.
+torture_map() {	# reader expect [mode [ms]]
 	"$TS_BIN/ts_torture_map" "$1" > "$TS_OUT/torture_map.out" 2>&1 &
 	reader=$!
-	insmod "$TS_TORTURE_KO" mode=2 ms=1000 || { kill "$reader"; return 1; }
+	insmod "$TS_TORTURE_KO" mode="${3:-2}" ms="${4:-1000}" ||
+		{ kill "$reader"; return 1; }
 	wait "$reader" || return 1
 	rmmod taskstate_torture || return 1
 	set -- "$1" "$2" $(cat "$TS_OUT/torture_map.out")
-	echo "# mapped, $1 reads: $4 reads, $6 torn"
+	echo "# mapped, $1 reads: $4 reads, $6 ${5:-torn}${8:+, $8 retried}"
 	[ "$3" = reads ] && [ "$4" -gt 100000 ] || return 1
 	[ "$2" = 0 ] && [ "$6" -eq 0 ] && return 0
 	[ "$2" = some ] && [ "$6" -gt 0 ] && return 0
@@ -165,6 +180,10 @@ section_torture() {
 		torture_map atomic 0
 	check "two 32-bit loads of the mapped word do tear (negative control)" \
 		torture_map split some
+	check "no per-state totals read that disagree with their word ($bits-bit)" \
+		torture_map totals 0 3 4000
+	check "an unchanged word alone accepts wrong totals (negative control)" \
+		torture_map wordonly some 3
 }
 
 # --- unload while readers are busy -----------------------------------------

@@ -1119,33 +1119,6 @@ TEST_F(abi, track_twice_is_fine)
 }
 
 /*
- * @tid's voluntary context switches, from /proc: it changes when the thread
- * blocks, so an unchanged count across a window means the thread did not
- * go to sleep inside it. -1 if it cannot be read.
- */
-static long long nvcsw_of(pid_t tid)
-{
-	char path[64], buf[2048], *p;
-	long long n = -1;
-	ssize_t len;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return -1;
-	buf[len] = '\0';
-	p = strstr(buf, "\nvoluntary_ctxt_switches:");
-	if (p)
-		n = strtoll(p + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);
-	return n;
-}
-
-/*
  * A new thread is tracked with a snapshot of its state, stamped with
  * CLOCK_BOOTTIME at the time of the call (track_all=0: the slot is new).
  */
@@ -1167,7 +1140,7 @@ TEST_F(abi, track_snapshots_state_and_boottime)
 	 */
 	for (tries = 0; tries < 5; tries++) {
 		ASSERT_TRUE(wait_proc_state(p.t[0].tid, 'S'));
-		c0 = nvcsw_of(p.t[0].tid);
+		c0 = ts_nvcsw(p.t[0].tid);
 		ASSERT_LT(0, c0);
 		e.tid = p.t[0].tid;
 		t0 = taskstate_now_ns();
@@ -1175,7 +1148,7 @@ TEST_F(abi, track_snapshots_state_and_boottime)
 				      p.t[0].tid, 0, NULL));
 		ASSERT_EQ(1, do_sample(self->fd, &e, 1, NULL));
 		t1 = taskstate_now_ns();
-		c1 = nvcsw_of(p.t[0].tid);
+		c1 = ts_nvcsw(p.t[0].tid);
 		if (c0 == c1 || self->info.track_all)
 			break;
 		ASSERT_EQ(0, do_track(self->fd, TASKSTATE_IOC_UNTRACK,

@@ -102,7 +102,8 @@ TEST_F(map, info_describes_the_mapping)
 	EXPECT_EQ(64, self->info.map_entry_size);
 	EXPECT_EQ(TASKSTATE_MAP_LAYOUT, self->info.map_layout);
 	EXPECT_EQ(self->info.max_threads, self->info.map_entries);
-	EXPECT_EQ(0, self->info.map_flags);
+	/* Only known flags; totals are on by default (totals=1). */
+	EXPECT_EQ(TASKSTATE_MAP_F_TOTALS, self->info.map_flags);
 	EXPECT_EQ((bytes + pg - 1) / pg * pg, self->info.map_size);
 	EXPECT_EQ(self->info.map_entries, self->m.nr);
 }

@@ -30,6 +30,7 @@
 
 #include "common.h"
 #include "kselftest_harness.h"
+#include "harness_filter.h"
 
 FIXTURE(review) {
 	int fd;
@@ -537,44 +538,7 @@ TEST_F(review, info_counts_are_system_wide_in_child_pidns)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
-/*
- * With arguments, run only the tests they name (6.1's harness has no
- * filter of its own): run_vm.sh runs each test under the load it needs.
- * A name that matches no test is an error, so a typo cannot pass.
- */
 int main(int argc, char **argv)
 {
-	struct __test_metadata *t, *next, *head = NULL, *tail = NULL;
-	struct __fixture_metadata *f;
-	int i, found = 0;
-
-	if (argc < 2)
-		return test_harness_run(argc, argv);
-	for (f = __fixture_list; f; f = f->next) {
-		head = tail = NULL;
-		for (t = f->tests; t; t = next) {
-			next = t->next;
-			for (i = 1; i < argc && strcmp(argv[i], t->name); i++)
-				;
-			if (i == argc)
-				continue;
-			found++;
-			t->next = NULL;
-			t->prev = tail;
-			if (tail)
-				tail->next = t;
-			else
-				head = t;
-			tail = t;
-		}
-		if (head)
-			head->prev = tail;
-		f->tests = head;
-	}
-	if (found != argc - 1) {
-		fprintf(stderr, "ts_review: %d of %d test names matched\n",
-			found, argc - 1);
-		return 1;
-	}
-	return test_harness_run(argc, argv);
+	return ts_harness_main(argc, argv);
 }

@@ -7,27 +7,46 @@
  *   bits 63..61  state (enum-like TASKSTATE_* values below)
  *   bits 60..0   CLOCK_BOOTTIME nanoseconds of the last state change,
  *                modulo 2^61 (about 73 years; see taskstate_age_ns())
- *
- * The device /dev/taskstate answers the ioctls below.  Every argument
- * struct starts with its own size so it can grow: a caller passes the
- * size it was built with, the kernel accepts any size from the first
- * version's (TASKSTATE_*_SIZE_VER0) up, rejects a larger struct whose
- * unknown tail is not zero with E2BIG, and writes back at most the size
- * passed in.  Fields marked "in" are read, "out" are written; flags and
- * padding marked "in" must be zero.
- *
- * Privilege is checked when the device is opened (CAP_PERFMON or
- * CAP_SYS_ADMIN); the descriptor is then the capability, as with perf
- * events: every ioctl, TRACK and UNTRACK included, works for whoever
- * holds it (inherited, or passed with SCM_RIGHTS), with tids resolved in
- * the caller's pid namespace.  A 64-bit pointer field that a 32-bit
- * kernel cannot address (bits above 31 set) is refused with EFAULT.
  */
 #ifndef _UAPI_LINUX_TASKSTATE_H
 #define _UAPI_LINUX_TASKSTATE_H
 
 #include <linux/ioctl.h>
 #include <linux/types.h>
+
+/**
+ * DOC: General ioctl format
+ *
+ * The device /dev/taskstate answers the TASKSTATE_IOC_* ioctls below, and
+ * mmap() (see "DOC: The mapping").  Every ioctl's argument is a struct
+ * that starts with its own size, so that it can grow (openat2 style):
+ *
+ *  - The caller sets @size to the size of the struct it was built with.
+ *    The kernel accepts any size from the first version's
+ *    (TASKSTATE_*_SIZE_VER0) up to a page.  A smaller size is EINVAL, a
+ *    larger one E2BIG; so is a size larger than the kernel's struct whose
+ *    unknown tail is not all zero.  A shorter struct is read as if its
+ *    missing fields were zero, so an old program gets the old behaviour.
+ *  - The kernel writes back at most @size bytes.
+ *  - Fields marked "in" are read, "out" written; @flags and padding are
+ *    "in" and must be zero (EINVAL otherwise).
+ *  - Pointers travel in __aligned_u64 fields.  A pointer that a 32-bit
+ *    kernel cannot address (bits above 31 set) is EFAULT, as is any
+ *    pointer the kernel cannot read or write.
+ *  - All fields are __u32 and __aligned_u64 with explicit padding: the
+ *    layout is the same for 32- and 64-bit programs, on every
+ *    architecture.
+ *
+ * Errors common to every ioctl: ENOTTY for an unknown command, EFAULT
+ * for an argument the kernel cannot read or write, EINVAL and E2BIG as
+ * above.  Each ioctl lists its own below.
+ *
+ * Privilege is checked when the device is opened (CAP_PERFMON or
+ * CAP_SYS_ADMIN, else EPERM); the descriptor is then the capability, as
+ * with perf events: every ioctl, TRACK and UNTRACK included, works for
+ * whoever holds it (inherited, or passed with SCM_RIGHTS), with tids
+ * resolved in the pid namespace of the caller.
+ */
 
 #define TASKSTATE_ABI_VERSION	1
 
@@ -76,133 +95,293 @@ static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
 	return age > (TASKSTATE_TIME_MASK >> 1) ? 0 : age;
 }
 
+/**
+ * DOC: Per-state totals
+ *
+ * With the module's totals parameter on (INFO: map_flags has
+ * TASKSTATE_MAP_F_TOTALS), each tracked thread also has cumulative
+ * nanoseconds per state: RUNNING, RUNNABLE, SLEEPING, BLOCKED, and one
+ * total for the rest (STOPPED, TRACED, DEAD).  The scheduler's probes
+ * keep them: at each change of state they add the time spent in the old
+ * state, from its since-time to the change, to the old state's total.
+ * start_ns is the since-time of the thread's first word (when tracking
+ * began, or the scheduler's estimate of when the thread entered the
+ * state it was in then; never 0).  So for every word W but the empty one
+ * (0, whose totals are zero):
+ *
+ *	start_ns != 0 and start_ns + sum(state_ns[]) == since(W)  (mod 2^61)
+ *
+ * and the time in the current state, age(W), is in no total yet: a
+ * reader adds it to its state's total (libtaskstate:
+ * taskstate_totals_at()).
+ *
+ * Reading them consistently without a lock.  One writer at a time
+ * changes W to W' as: total[state(W)] += d, d = since(W') - since(W),
+ * never negative (a clock behind since(W) stamps W' with since(W));
+ * smp_wmb(); word = W'.  The first word is written by a compare-and-swap
+ * from 0, and start_ns only after it, by the writer that won.  A reader
+ * loads the word (acquire), then start_ns and the totals, and accepts
+ * only if the invariant holds for that word.  Why that is enough:
+ * (1) every total stored before W was stored is visible to a reader
+ * whose acquire load returned W (the smp_wmb() before each word store;
+ * for changes made on other CPUs, the scheduler's lock handoff between
+ * them and each writer's data dependency on the word it read order the
+ * earlier totals too); so each total read is at least W's.  (2) Within
+ * one owner a total only grows, and start_ns is written once.  So the
+ * sum read is W's sum plus what later changes added, and equals since(W)
+ * only if they added nothing: the totals read are W's (a wrap mod 2^61
+ * would need 73 years of changes during one read).  (3) Before its
+ * start_ns is stored a first word reads start_ns 0: rejected.  Comparing
+ * two loads of the word around the totals is not enough on its own: a
+ * reader between a change's total and its word store sees the old word
+ * twice around a newer total.  Reuse of the entry by another thread is
+ * caught by the mapping's gen protocol above.  The totals are 64-bit
+ * loads that must not tear, as the word.  A reader retries on a failed
+ * check; a change takes nanoseconds.
+ */
+#define TASKSTATE_MAP_NR_TOTALS	5
+
+#define TASKSTATE_TOTAL_RUNNING		0
+#define TASKSTATE_TOTAL_RUNNABLE	1
+#define TASKSTATE_TOTAL_SLEEPING	2
+#define TASKSTATE_TOTAL_BLOCKED		3
+#define TASKSTATE_TOTAL_OTHER		4	/* STOPPED, TRACED, DEAD */
+
+/* Which total the time in @state goes to. */
+static __inline__ unsigned int taskstate_total_of(unsigned int state)
+{
+	return state >= TASKSTATE_RUNNING && state <= TASKSTATE_BLOCKED ?
+	       state - TASKSTATE_RUNNING : TASKSTATE_TOTAL_OTHER;
+}
+
+/**
+ * struct taskstate_totals - a thread's per-state totals
+ * @start_ns: since-time of its first word
+ * @state_ns: ns spent in each state, indexed by TASKSTATE_TOTAL_*, up to
+ *            the since-time of the word they match
+ *
+ * As in the mapping's entry; from SAMPLE and LIST version 1.
+ */
+struct taskstate_totals {
+	__aligned_u64 start_ns;
+	__aligned_u64 state_ns[TASKSTATE_MAP_NR_TOTALS];
+};
+
+/* The invariant above: do @t belong to @word? */
+static __inline__ int taskstate_totals_match(__u64 word,
+					     const struct taskstate_totals *t)
+{
+	__u64 sum = t->start_ns;
+	int i;
+
+	if (word && !t->start_ns)
+		return 0;
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		sum += t->state_ns[i];
+	return ((sum - word) & TASKSTATE_TIME_MASK) == 0;
+}
+
 /*
- * The largest count TASKSTATE_IOC_SAMPLE accepts, and the largest
- * TASKSTATE_IOC_LIST accepts: the most threads the module can track (its
- * max_threads parameter is at most this).
+ * The largest count TASKSTATE_IOC_SAMPLE and TASKSTATE_IOC_LOCATE accept,
+ * and the largest TASKSTATE_IOC_LIST accepts: the most threads the module
+ * can track (its max_threads parameter is at most this).
  */
 #define TASKSTATE_BATCH_MAX	65536
 #define TASKSTATE_LIST_MAX	4194304
 
-/* TASKSTATE_IOC_INFO: what the running module is and holds. */
-struct taskstate_info {
-	__u32 size;		/* in: sizeof(struct taskstate_info) */
-	__u32 flags;		/* in: 0 */
-	__u32 abi_version;	/* out: TASKSTATE_ABI_VERSION */
-	__u32 state_shift;	/* out: TASKSTATE_STATE_SHIFT */
-	__u32 time_bits;	/* out: TASKSTATE_TIME_BITS */
-	__u32 clock_id;		/* out: CLOCK_BOOTTIME (7) */
-	__u32 max_threads;	/* out: table capacity (module parameter) */
-	__u32 batch_max;	/* out: TASKSTATE_BATCH_MAX */
-	__u32 track_all;	/* out: the track_all module parameter */
-	__u32 __pad;		/* out: 0 */
-	__u64 nr_tracked;	/* out: threads tracked now */
-	__u64 nr_untracked;	/* out: threads left untracked, table full */
-	/* Version 1 (TASKSTATE_INFO_SIZE_VER1): the mapping, see below. */
-	__u32 map_entry_size;	/* out: sizeof(struct taskstate_map_entry) */
-	__u32 map_layout;	/* out: TASKSTATE_MAP_LAYOUT */
-	__u32 map_entries;	/* out: entries in the mapping (max_threads) */
-	__u32 map_flags;	/* out: TASKSTATE_MAP_F_*: fields kept current */
-	__u64 map_size;		/* out: bytes mmap() accepts, page multiple */
-};
-
-/*
- * nr_tracked and nr_untracked are system-wide, also for a caller in a
- * child pid namespace.  nr_untracked counts, since load, the threads the
- * module should have tracked on its own (existing at load with track_all,
- * or created by a thread tracked with inheritance) but had no room for;
- * a TRACK refused with ENOSPC is not counted.
+/**
+ * struct taskstate_info - ioctl(TASKSTATE_IOC_INFO)
+ * @size: in: sizeof(struct taskstate_info)
+ * @flags: in: must be 0
+ * @abi_version: out: TASKSTATE_ABI_VERSION
+ * @state_shift: out: TASKSTATE_STATE_SHIFT
+ * @time_bits: out: TASKSTATE_TIME_BITS
+ * @clock_id: out: the clock of the words, CLOCK_BOOTTIME (7)
+ * @max_threads: out: the table's capacity (module parameter max_threads)
+ * @batch_max: out: TASKSTATE_BATCH_MAX
+ * @track_all: out: the track_all module parameter
+ * @__pad: out: 0
+ * @nr_tracked: out: threads tracked now, system-wide
+ * @nr_untracked: out: threads left untracked since load because the table
+ *                was full, system-wide: those the module should have
+ *                tracked on its own (existing at load with track_all, or
+ *                created by a thread tracked with inheritance); a TRACK
+ *                refused with ENOSPC is not counted
+ * @map_entry_size: out, version 1: sizeof(struct taskstate_map_entry)
+ * @map_layout: out, version 1: TASKSTATE_MAP_LAYOUT
+ * @map_entries: out, version 1: entries in the mapping (max_threads)
+ * @map_flags: out, version 1: TASKSTATE_MAP_F_*, the optional fields the
+ *             module keeps current
+ * @map_size: out, version 1: bytes mmap() accepts, a page multiple
+ *
+ * What the running module is and holds.  Errors: only the common ones.
  */
+struct taskstate_info {
+	__u32 size;
+	__u32 flags;
+	__u32 abi_version;
+	__u32 state_shift;
+	__u32 time_bits;
+	__u32 clock_id;
+	__u32 max_threads;
+	__u32 batch_max;
+	__u32 track_all;
+	__u32 __pad;
+	__aligned_u64 nr_tracked;
+	__aligned_u64 nr_untracked;
+	__u32 map_entry_size;
+	__u32 map_layout;
+	__u32 map_entries;
+	__u32 map_flags;
+	__aligned_u64 map_size;
+};
 
 #define TASKSTATE_INFO_SIZE_VER0	56
 #define TASKSTATE_INFO_SIZE_VER1	80
 
-/*
- * TASKSTATE_IOC_TRACK and TASKSTATE_IOC_UNTRACK: id is a tid in the
- * caller's pid namespace, or with TASKSTATE_TRACK_PROCESS a pid: the whole
- * process, its future threads and children.
- */
 #define TASKSTATE_TRACK_PROCESS	(1U << 0)
 
+/**
+ * struct taskstate_track - ioctl(TASKSTATE_IOC_TRACK), (TASKSTATE_IOC_UNTRACK)
+ * @size: in: sizeof(struct taskstate_track)
+ * @flags: in: 0, or TASKSTATE_TRACK_PROCESS
+ * @id: in: a tid in the caller's pid namespace; with
+ *      TASKSTATE_TRACK_PROCESS a pid: the whole process, its future threads
+ *      and its children (and theirs)
+ * @__pad: in: must be 0
+ * @nr_threads: out: threads tracked (untracked) by this call
+ *
+ * Start or stop tracking.  Tracking a tracked thread is not an error.
+ * Errors: ESRCH no such thread or process (or @id names a thread that is
+ * not a process's leader, with TASKSTATE_TRACK_PROCESS); ENOSPC the table
+ * is full (TRACK; the threads tracked before it filled stay tracked).
+ */
 struct taskstate_track {
-	__u32 size;		/* in: sizeof(struct taskstate_track) */
-	__u32 flags;		/* in: 0 or TASKSTATE_TRACK_PROCESS */
-	__u32 id;		/* in: tid, or pid with _PROCESS */
-	__u32 __pad;		/* in: 0 */
-	__u64 nr_threads;	/* out: threads (un)tracked by this call */
+	__u32 size;
+	__u32 flags;
+	__u32 id;
+	__u32 __pad;
+	__aligned_u64 nr_threads;
 };
 
 #define TASKSTATE_TRACK_SIZE_VER0	24
 
-/* One thread in TASKSTATE_IOC_SAMPLE and TASKSTATE_IOC_LIST. */
+/**
+ * struct taskstate_entry - one thread, in SAMPLE and LIST
+ * @tid: SAMPLE: in; LIST: out: the thread, in the caller's pid namespace
+ * @tgid: out: its process, 0 if not found
+ * @word: out: its word, 0 (NONE) if not found
+ */
 struct taskstate_entry {
-	__u32 tid;		/* SAMPLE: in; LIST: out */
-	__u32 tgid;		/* out: its process, 0 if not found */
-	__u64 word;		/* out: its word, 0 (NONE) if not found */
+	__u32 tid;
+	__u32 tgid;
+	__aligned_u64 word;
 };
 
-/*
- * TASKSTATE_IOC_SAMPLE: the words of many threads at once.  A tid that is
- * unknown, gone or untracked is answered with word 0 (NONE) and tgid 0;
- * it does not fail the call.  Returns the number of threads found.
+/**
+ * struct taskstate_sample - ioctl(TASKSTATE_IOC_SAMPLE)
+ * @size: in: sizeof(struct taskstate_sample)
+ * @flags: in: must be 0
+ * @count: in: entries, at most TASKSTATE_BATCH_MAX (else E2BIG)
+ * @found: out: entries answered with a word
+ * @entries: in: pointer to struct taskstate_entry[@count]
+ * @totals: in, version 1: 0, or a pointer to struct
+ *          taskstate_totals[@count], filled for entry i with the totals
+ *          that match its word ("DOC: Per-state totals"): all zero for a
+ *          word 0, or start_ns 0 with a non-zero word for a thread whose
+ *          totals could not be read consistently in a bounded retry
+ *          (taskstate_totals_match() rejects them; not seen)
+ *
+ * The words of many threads at once.  A tid that is unknown, gone or
+ * untracked is answered with word 0 and tgid 0; it does not fail the
+ * call.  Returns @found.  Errors: E2BIG @count too large; EOPNOTSUPP
+ * @totals asked of a module that keeps none (totals=0: INFO's @map_flags
+ * without TASKSTATE_MAP_F_TOTALS); ENOMEM.
  */
 struct taskstate_sample {
-	__u32 size;		/* in: sizeof(struct taskstate_sample) */
-	__u32 flags;		/* in: 0 */
-	__u32 count;		/* in: entries, at most TASKSTATE_BATCH_MAX */
-	__u32 found;		/* out: entries answered with a word */
-	__u64 entries;		/* in: pointer to struct taskstate_entry[] */
+	__u32 size;
+	__u32 flags;
+	__u32 count;
+	__u32 found;
+	__aligned_u64 entries;
+	__aligned_u64 totals;
 };
 
 #define TASKSTATE_SAMPLE_SIZE_VER0	24
+#define TASKSTATE_SAMPLE_SIZE_VER1	32
 
-/*
- * TASKSTATE_IOC_LIST: every tracked thread visible in the caller's pid
- * namespace (or only process pid's threads) with its word.  Fills at most
- * count entries; total says how many there were, so a caller whose buffer
- * was too small can retry with a larger one.  Returns filled.
+/**
+ * struct taskstate_list - ioctl(TASKSTATE_IOC_LIST)
+ * @size: in: sizeof(struct taskstate_list)
+ * @flags: in: must be 0
+ * @pid: in: 0 for every process, else only this process's threads
+ * @count: in: capacity of @entries, at most TASKSTATE_LIST_MAX (else
+ *         E2BIG)
+ * @entries: in: pointer to struct taskstate_entry[@count]
+ * @filled: out: entries written
+ * @total: out: matching tracked threads; a caller whose buffer was too
+ *         small retries with a larger one
+ * @totals: in, version 1: 0, or a pointer to struct
+ *          taskstate_totals[@count], as in SAMPLE
+ *
+ * Every tracked thread visible in the caller's pid namespace, with its
+ * word.  Returns @filled.  Errors: E2BIG, EOPNOTSUPP, ENOMEM as SAMPLE.
  */
 struct taskstate_list {
-	__u32 size;		/* in: sizeof(struct taskstate_list) */
-	__u32 flags;		/* in: 0 */
-	__u32 pid;		/* in: 0 for all, else only this process */
-	__u32 count;		/* in: capacity of entries, <= LIST_MAX */
-	__u64 entries;		/* in: pointer to struct taskstate_entry[] */
-	__u32 filled;		/* out: entries written */
-	__u32 total;		/* out: matching tracked threads */
+	__u32 size;
+	__u32 flags;
+	__u32 pid;
+	__u32 count;
+	__aligned_u64 entries;
+	__u32 filled;
+	__u32 total;
+	__aligned_u64 totals;
 };
 
 #define TASKSTATE_LIST_SIZE_VER0	32
+#define TASKSTATE_LIST_SIZE_VER1	40
 
-/*
- * TASKSTATE_IOC_LOCATE: where the threads named by tid (in the caller's
- * pid namespace) are in the mapping below.  For each found thread: its
- * tgid, the index of its entry and the entry's generation at the time of
- * the call (odd).  A tid that is unknown, gone or untracked gets tgid 0,
- * index TASKSTATE_LOCATE_NONE and gen 0; it does not fail the call.
- * Returns the number of threads found.  Any caller of the device may
- * locate; only mapping is restricted (see the mapping's rules).
- */
 #define TASKSTATE_LOCATE_NONE	0xffffffffU
 
+/**
+ * struct taskstate_location - one thread, in LOCATE
+ * @tid: in: the thread, in the caller's pid namespace
+ * @tgid: out: its process, 0 if not found
+ * @index: out: its entry's index in the mapping, or TASKSTATE_LOCATE_NONE
+ * @gen: out: the entry's generation at the time of the call (odd), 0 if
+ *       not found
+ */
 struct taskstate_location {
-	__u32 tid;		/* in */
-	__u32 tgid;		/* out: its process, 0 if not found */
-	__u32 index;		/* out: entry index, or TASKSTATE_LOCATE_NONE */
-	__u32 gen;		/* out: the entry's generation (odd), 0 if not */
+	__u32 tid;
+	__u32 tgid;
+	__u32 index;
+	__u32 gen;
 };
 
+/**
+ * struct taskstate_locate - ioctl(TASKSTATE_IOC_LOCATE)
+ * @size: in: sizeof(struct taskstate_locate)
+ * @flags: in: must be 0
+ * @count: in: locations, at most TASKSTATE_BATCH_MAX (else E2BIG)
+ * @found: out: locations answered with an entry
+ * @locations: in: pointer to struct taskstate_location[@count]
+ *
+ * Where threads are in the mapping ("DOC: The mapping").  A tid that is
+ * unknown, gone or untracked gets tgid 0, index TASKSTATE_LOCATE_NONE
+ * and gen 0; it does not fail the call.  Any holder of the device may
+ * locate; only mapping is restricted.  Returns @found.  Errors: E2BIG.
+ */
 struct taskstate_locate {
-	__u32 size;		/* in: sizeof(struct taskstate_locate) */
-	__u32 flags;		/* in: 0 */
-	__u32 count;		/* in: locations, at most TASKSTATE_BATCH_MAX */
-	__u32 found;		/* out: locations answered with an entry */
-	__u64 locations;	/* in: pointer to struct taskstate_location[] */
+	__u32 size;
+	__u32 flags;
+	__u32 count;
+	__u32 found;
+	__aligned_u64 locations;
 };
 
 #define TASKSTATE_LOCATE_SIZE_VER0	24
 
-/*
+/**
  * DOC: The mapping
  *
  * mmap() of /dev/taskstate gives every tracked thread's word without a
@@ -284,21 +463,27 @@ struct taskstate_locate {
  * (de_thread()); the module updates the entry's tid, same entry and gen.
  */
 #define TASKSTATE_MAP_LAYOUT	1
-#define TASKSTATE_MAP_NR_TOTALS	5
 
 /* INFO's map_flags: which optional fields the module keeps current. */
 #define TASKSTATE_MAP_F_TOTALS	(1U << 0)	/* start_ns and state_ns[] */
 
+/**
+ * struct taskstate_map_entry - one entry of the mapping
+ * @word: the packed word, as SAMPLE returns it
+ * @tid: its thread's tid in the initial pid namespace, 0 when free
+ * @gen: odd while owned: see the read protocol above
+ * @start_ns: with TASKSTATE_MAP_F_TOTALS, as struct taskstate_totals
+ *            (zero without it)
+ * @state_ns: with TASKSTATE_MAP_F_TOTALS: ns spent RUNNING, RUNNABLE,
+ *            SLEEPING, BLOCKED, and in any other state, up to since(word);
+ *            read by "DOC: Per-state totals"
+ */
 struct taskstate_map_entry {
-	__u64 word;		/* the packed word, as SAMPLE returns it */
-	__u32 tid;		/* initial pid namespace tid, 0 when free */
-	__u32 gen;		/* odd while owned; see the read protocol */
-	__u64 start_ns;		/* with _F_TOTALS: when tracking began */
-	/*
-	 * With _F_TOTALS: ns spent RUNNING, RUNNABLE, SLEEPING, BLOCKED,
-	 * and in any other state, up to since(word).  Zero without it.
-	 */
-	__u64 state_ns[TASKSTATE_MAP_NR_TOTALS];
+	__aligned_u64 word;
+	__u32 tid;
+	__u32 gen;
+	__aligned_u64 start_ns;
+	__aligned_u64 state_ns[TASKSTATE_MAP_NR_TOTALS];
 };
 
 #define TASKSTATE_MAP_ENTRY_SIZE	64
@@ -321,6 +506,37 @@ taskstate_map_read(const struct taskstate_map_entry *e, __u32 gen,
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen)
 		return 0;
+	*word = w;
+	return 1;
+}
+
+/*
+ * One read of a located entry's word and totals, by both protocols (the
+ * mapping's and "DOC: Per-state totals"), for a module whose INFO
+ * map_flags has TASKSTATE_MAP_F_TOTALS (without it the totals stay zero
+ * and no read ever matches).  Returns 1 with *word and *t consistent, 0
+ * once the entry is not that thread's, -1 if a change landed during the
+ * read: read again.
+ */
+static __inline__ int
+taskstate_map_read_totals(const struct taskstate_map_entry *e, __u32 gen,
+			  __u64 *word, struct taskstate_totals *t)
+{
+	__u64 w;
+	int i;
+
+	if (__atomic_load_n(&e->gen, __ATOMIC_ACQUIRE) != gen)
+		return 0;
+	w = __atomic_load_n(&e->word, __ATOMIC_ACQUIRE);
+	t->start_ns = __atomic_load_n(&e->start_ns, __ATOMIC_RELAXED);
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		t->state_ns[i] = __atomic_load_n(&e->state_ns[i],
+						 __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != gen)
+		return 0;
+	if (!taskstate_totals_match(w, t))
+		return -1;
 	*word = w;
 	return 1;
 }

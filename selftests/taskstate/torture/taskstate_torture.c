@@ -19,6 +19,12 @@
  * reader (selftests' ts_torture_map) knows the run is over; the mapping
  * holds the module until it is unmapped.
  *
+ * mode=3 does the same for the per-state totals: the writer changes the
+ * mapped entry with the module's own ts_pub_set() (entry.h) through a
+ * fixed cycle RUNNING, RUNNABLE, SLEEPING, BLOCKED, one every
+ * TORTURE_STEP ns of a made-up clock, so a reader can tell from a word's
+ * since-time alone which totals belong to it (ts_torture_map totals).
+ *
  * The run happens at load; results are in the read-only parameters.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -33,11 +39,11 @@
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include "compat.h"
-#include "word.h"
+#include "entry.h"
 
 static int mode;
 module_param(mode, int, 0444);
-MODULE_PARM_DESC(mode, "0: the module's word helpers, 1: plain 64-bit accesses (negative control), 2: helpers, read from user space through a mapping");
+MODULE_PARM_DESC(mode, "0: the module's word helpers, 1: plain 64-bit accesses (negative control), 2: helpers, read from user space through a mapping, 3: per-state totals (ts_pub_set()), read through a mapping");
 
 static unsigned int ms = 1000;
 module_param(ms, uint, 0444);
@@ -50,6 +56,13 @@ module_param(reads, ulong, 0444);
 MODULE_PARM_DESC(reads, "Result: words read");
 module_param(torn, ulong, 0444);
 MODULE_PARM_DESC(torn, "Result: words read whose halves disagree");
+
+/* entry.h's switch: this module keeps the totals (mode=3). */
+bool ts_totals = true;
+
+/* mode=3: the made-up clock's start and step (uapi: ts_torture_map.c). */
+#define TORTURE_T0	1000
+#define TORTURE_STEP	1000
 
 static struct ts_word word;
 static bool stop;
@@ -94,7 +107,12 @@ static int torture_map_setup(void)
 	if (!mapped)
 		return -ENOMEM;
 	/* A consistent pair (0 and 0 is not) before anyone can map it. */
-	ts_word_store((struct ts_word *)&mapped->word, (u64)~0U << 32);
+	if (mode == 3)
+		ts_pub_first((struct ts_pub *)mapped,
+			     taskstate_pack(TASKSTATE_RUNNING, TORTURE_T0));
+	else
+		ts_word_store((struct ts_word *)&mapped->word,
+			      (u64)~0U << 32);
 	mapped->gen = 1;
 	ret = misc_register(&torture_dev);
 	if (ret) {
@@ -111,6 +129,26 @@ static int torture_map_setup(void)
 		mapped = NULL;
 		return -ETIMEDOUT;
 	}
+	return 0;
+}
+
+/* mode=3: the totals' writer, through the cycle of four states. */
+static int totals_writer_fn(void *unused)
+{
+	static const unsigned int cycle[4] = {
+		TASKSTATE_RUNNING, TASKSTATE_RUNNABLE,
+		TASKSTATE_SLEEPING, TASKSTATE_BLOCKED,
+	};
+	struct ts_pub *p = (struct ts_pub *)mapped;
+	u64 k = 0;
+
+	while (!READ_ONCE(stop)) {
+		k++;
+		ts_pub_set(p, cycle[k % 4], TORTURE_T0 + k * TORTURE_STEP);
+		if (!(k & 0xffff))
+			cond_resched();
+	}
+	writes = k;
 	return 0;
 }
 
@@ -157,6 +195,8 @@ static int reader_fn(void *unused)
 
 static int __init torture_init(void)
 {
+	static_assert(sizeof(struct ts_pub) == TASKSTATE_MAP_ENTRY_SIZE);
+
 	struct task_struct **tasks;
 	unsigned int cpu;
 	int ret = 0;
@@ -168,7 +208,7 @@ static int __init torture_init(void)
 	tasks = kcalloc(nr_cpu_ids, sizeof(*tasks), GFP_KERNEL);
 	if (!tasks)
 		return -ENOMEM;
-	if (mode == 2) {
+	if (mode == 2 || mode == 3) {
 		ret = torture_map_setup();
 		if (ret) {
 			kfree(tasks);
@@ -180,10 +220,11 @@ static int __init torture_init(void)
 	for_each_online_cpu(cpu) {
 		struct task_struct *t;
 
-		if (cpu && mode == 2)
+		if (cpu && (mode == 2 || mode == 3))
 			continue;	/* the reader is in user space */
-		t = kthread_create(cpu ? reader_fn : writer_fn, NULL,
-				   "ts_torture/%u", cpu);
+		t = kthread_create(cpu ? reader_fn :
+				   mode == 3 ? totals_writer_fn : writer_fn,
+				   NULL, "ts_torture/%u", cpu);
 		if (IS_ERR(t)) {
 			ret = PTR_ERR(t);
 			break;
