@@ -790,8 +790,10 @@ static const struct command commands[] = {
 
 int main(int argc, char **argv)
 {
+	enum { OPT_VERSION = 256 };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
 		{ }
 	};
 	static const struct command top = { .help = main_help };
@@ -800,8 +802,11 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	/* '+': stop at the command name, its options are its own. */
-	while (next_option(&top, argc, argv, "+:h", longopts) != -1)
-		;
+	while (next_option(&top, argc, argv, "+:h", longopts) != -1) {
+		/* --version is the only option left */
+		puts("taskstate " TASKSTATE_VERSION);
+		return EXIT_SUCCESS;
+	}
 	if (optind == argc)
 		usage_error(NULL, "missing command");
 	for (cmd = commands; cmd < commands + sizeof(commands) /
