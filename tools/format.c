@@ -69,7 +69,7 @@ int parse_duration(const char *s, uint64_t bare_unit_ns, uint64_t *ns)
 			if (!isdigit((unsigned char)*++p))
 				return -EINVAL;
 			for (; isdigit((unsigned char)*p); p++) {
-				if (scale < 1000000000000000000ULL) {
+				if (scale < NS_PER_S) {	/* 9 digits count */
 					frac = frac * 10 + (*p - '0');
 					scale *= 10;
 				}
@@ -94,8 +94,11 @@ int parse_duration(const char *s, uint64_t bare_unit_ns, uint64_t *ns)
 		if (whole && unit > UINT64_MAX / whole)
 			return -ERANGE;
 		part = whole * unit;
-		/* frac / scale of a unit, without overflow: unit <= 2^47 */
-		part += (uint64_t)((unsigned __int128)frac * unit / scale);
+		/*
+		 * frac / scale of a unit, in 64 bits: frac < scale <= 10^9,
+		 * so (unit % scale) * frac < 10^18.
+		 */
+		part += unit / scale * frac + unit % scale * frac / scale;
 		if (part > UINT64_MAX - total)
 			return -ERANGE;
 		total += part;
