@@ -3,8 +3,8 @@
 #
 # `make deb`: the Debian binary packages taskstate-dkms, taskstate-tools,
 # libtaskstate0 and libtaskstate-dev (debian/), unsigned, into build/deb/,
-# then lintian over them (errors and warnings fail; the info tags are
-# printed).  The build runs on a copy of the tree (build/deb/src):
+# then lintian over them (errors and warnings fail; info and pedantic
+# tags are printed, explained).  The build runs on a copy of the tree (build/deb/src):
 # dpkg-buildpackage writes next to its source directory and cleans it.
 #
 #   scripts/build-deb.sh [--no-lintian] [OUTDIR]     (default OUTDIR: build/deb)
@@ -48,5 +48,5 @@ if [ $lintian = 1 ]; then
 		{ echo "build-deb: lintian is missing (run make deps)" >&2; exit 1; }
 	changes=$(ls "$out"/*.changes)
 	echo "build-deb: lintian $changes"
-	lintian --info --display-info --fail-on error,warning "$changes"
+	lintian --info --display-info --pedantic --fail-on error,warning "$changes"
 fi
