@@ -435,12 +435,6 @@ enum {
 	OPT_JSON = 256, OPT_NS, OPT_STATE, OPT_MIN_AGE, OPT_NO_MAP,
 };
 
-#define SELECTION_OPTIONS \
-	{ "pid", required_argument, NULL, 'p' }, \
-	{ "tid", required_argument, NULL, 't' }, \
-	{ "state", required_argument, NULL, OPT_STATE }, \
-	{ "min-age", required_argument, NULL, OPT_MIN_AGE }
-
 static uint64_t duration_arg(const struct command *cmd, const char *what,
 			     const char *s, uint64_t bare_unit_ns)
 {
@@ -455,7 +449,10 @@ static uint64_t duration_arg(const struct command *cmd, const char *what,
 	return ns;
 }
 
-/* A selection option (-p -t --state --min-age) into f: whether c was one. */
+/*
+ * A selection option (-p -t --state --min-age, in the longopts of show
+ * and watch) into f: whether c was one.
+ */
 static bool selection_option(const struct command *cmd, int c,
 			     const char *arg, struct ts_filter *f)
 {
@@ -487,7 +484,10 @@ static bool selection_option(const struct command *cmd, int c,
 static int run_show(const struct command *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		SELECTION_OPTIONS,
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "state", required_argument, NULL, OPT_STATE },
+		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "ns", no_argument, NULL, OPT_NS },
 		{ "help", no_argument, NULL, 'h' },
@@ -633,6 +633,31 @@ static void term_enter(void)
  * attribute attr (an SGR escape, or NULL), not past the last line but one
  * (so the screen does not scroll); returns false once the screen is full.
  */
+/*
+ * The bytes of s that show in width columns: escape sequences (the state
+ * colours, ESC [ ... letter) take none and are never cut in two.
+ */
+static int visible_cut(const char *s, unsigned int width)
+{
+	const char *p = s;
+
+	while (*p) {
+		if (p[0] == '\033' && p[1] == '[') {
+			p += 2;
+			while (*p && !(*p >= 0x40 && *p <= 0x7e))
+				p++;
+			if (*p)
+				p++;
+			continue;
+		}
+		if (!width)
+			break;
+		width--;
+		p++;
+	}
+	return p - s;
+}
+
 static bool put_line(struct watch *w, const char *s, const char *attr)
 {
 	if (!w->tty) {
@@ -642,8 +667,8 @@ static bool put_line(struct watch *w, const char *s, const char *attr)
 	if (w->lines + 1 >= w->height)
 		return false;
 	w->lines++;
-	printf("%s%.*s%s\033[K\n", attr ? attr : "", (int)w->width, s,
-	       attr ? "\033[m" : "");
+	printf("%s%.*s%s\033[K\n", attr ? attr : "", visible_cut(s, w->width),
+	       s, attr ? "\033[m" : w->color ? "\033[39m" : "");
 	return true;
 }
 
@@ -775,7 +800,10 @@ static int watch_map(int fd, struct taskstate_mapping *m, struct map_owner **own
 static int run_watch(const struct command *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		SELECTION_OPTIONS,
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "state", required_argument, NULL, OPT_STATE },
+		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 		{ "stuck", required_argument, NULL, 's' },
 		{ "delay", required_argument, NULL, 'd' },
 		{ "count", required_argument, NULL, 'n' },
