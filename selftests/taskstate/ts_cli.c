@@ -1111,9 +1111,12 @@ static int show_tids(struct __test_metadata *_metadata, const char *cli,
 /* -p with a list, -t, --state, --min-age, and all at once. */
 TEST_F(cli, show_selection)
 {
-	char both[48], young[24];
+	char both[48], limit[32], *p, *line;
 	uint32_t tids[8];
 	uint64_t ws, wt, age;
+	struct row row;
+	struct run r;
+	int status, n;
 
 	NEED_SETUP();
 	ws = settled_word(_metadata, self, self->sleeper, TASKSTATE_SLEEPING);
@@ -1139,17 +1142,42 @@ TEST_F(cli, show_selection)
 			       "--min-age", "1h"));
 	EXPECT_EQ(2, show_tids(_metadata, self->cli, tids, 8, "-p", both,
 			       "--min-age", "0"));
-	/* ... and the older one for longer than the younger one's age. */
+	/*
+	 * --min-age between the two: the sleeper asleep for half a second
+	 * more than the stopped child has been stopped (stopped again now).
+	 * The command reads its "now" between r.t0 and r.t1: the sleeper,
+	 * old enough before, must be listed; the stopped child must not be
+	 * if it was still younger than the limit at r.t1.
+	 */
+	ts_sleep_ms(500);
+	ASSERT_EQ(0, kill(self->stopped, SIGCONT));
+	ASSERT_NE(0, ts_wait_state(self->fd, self->stopped, TASKSTATE_SLEEPING, 5000));
+	ASSERT_EQ(0, kill(self->stopped, SIGSTOP));
+	ASSERT_EQ(self->stopped, waitpid(self->stopped, &status, WUNTRACED));
+	ASSERT_NE(0, ts_wait_state(self->fd, self->stopped, TASKSTATE_STOPPED, 5000));
+	ws = settled_word(_metadata, self, self->sleeper, TASKSTATE_SLEEPING);
+	wt = settled_word(_metadata, self, self->stopped, TASKSTATE_STOPPED);
 	age = taskstate_age_ns(ws, taskstate_now_ns());
-	if (taskstate_age_ns(wt, taskstate_now_ns()) < age)
-		age = taskstate_age_ns(wt, taskstate_now_ns());
-	if (taskstate_since_ns(ws) != taskstate_since_ns(wt)) {
-		snprintf(young, sizeof(young), "%" PRIu64 "ns", age + 1);
-		EXPECT_EQ(1, show_tids(_metadata, self->cli, tids, 8, "-p",
-				       both, "--min-age", young));
-		EXPECT_EQ((uint32_t)(taskstate_since_ns(ws) < taskstate_since_ns(wt) ?
-				     self->sleeper : self->stopped), tids[0]);
+	snprintf(limit, sizeof(limit), "%" PRIu64 "ns", age);
+	run_cli(_metadata, self->cli, &r, "show", "--ns", "-p", both,
+		"--min-age", limit, NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	p = r.out.p;
+	line = next_line(&p);
+	for (n = 0; (line = next_line(&p)); n++) {
+		ASSERT_TRUE(parse_row(line, &row)) TH_LOG("row '%s'", line);
+		tids[n % 8] = row.tid;
 	}
+	EXPECT_LE(1, n) RUN_LOG(&r);
+	EXPECT_EQ((uint32_t)self->sleeper, tids[0]) RUN_LOG(&r);
+	if (taskstate_age_ns(wt, r.t1) < age) {
+		EXPECT_EQ(1, n) RUN_LOG(&r);
+	} else {
+		TH_LOG("the stopped child aged past %s during the command: not checked",
+		       limit);
+	}
+	run_free(&r);
+
 	/* All at once: a thread must match every option. */
 	EXPECT_EQ(1, show_tids(_metadata, self->cli, tids, 8, "-t",
 			       NUM(self->sleeper), "-p", both));
