@@ -51,6 +51,7 @@ install: module tools
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man4
 	install -m 0644 man/taskstate.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/taskstate.4 $(DESTDIR)$(MANDIR)/man4/
+	$(if $(DESTDIR),,ldconfig)
 
 # modules_install puts the module in extra/ (6.1) or updates/ (6.12), and
 # compresses it where the kernel's config says so (6.12: taskstate.ko.xz).
