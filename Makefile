@@ -68,6 +68,7 @@ uninstall:
 	      $(DESTDIR)$(PREFIX)/include/linux/taskstate.h \
 	      $(DESTDIR)$(MANDIR)/man1/taskstate.1 \
 	      $(DESTDIR)$(MANDIR)/man4/taskstate.4
+	$(if $(DESTDIR),,ldconfig)
 
 # Binary packages only (no source package), unsigned, into build/deb/:
 # dpkg-buildpackage writes its results next to the source directory, so
