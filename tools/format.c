@@ -76,7 +76,7 @@ int parse_duration(const char *s, uint64_t bare_unit_ns, uint64_t *ns)
 			}
 		}
 		unit = 0;
-		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		for (i = 0; i < ARRAY_SIZE(units); i++) {
 			len = strlen(units[i].name);
 			if (!strncmp(p, units[i].name, len)) {
 				unit = units[i].ns;
@@ -125,7 +125,7 @@ int format_duration(char *buf, size_t len, uint64_t ns)
 
 	if (ns < NS_PER_US)
 		return snprintf(buf, len, "%lluns", (unsigned long long)ns);
-	for (i = 0; i < sizeof(dec) / sizeof(dec[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(dec); i++) {
 		if (ns >= dec[i].below)
 			continue;
 		v = ns / dec[i].unit;
@@ -238,7 +238,7 @@ int parse_sort_key(const char *s)
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(keys); i++)
 		if (!strcmp(s, keys[i]))
 			return i;
 	return -EINVAL;

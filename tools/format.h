@@ -13,6 +13,10 @@
 
 #include "libtaskstate.h"
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+
 #define TS_COMM_MAX	64	/* TASK_COMM_LEN is 16; room to grow */
 #define TS_LINE_MAX	256	/* a formatted table line always fits */
 

@@ -269,12 +269,12 @@ static void test_durations(void)
 	uint64_t ns;
 	size_t i;
 
-	for (i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(shown); i++) {
 		CHECK(format_duration(buf, sizeof(buf), shown[i].ns) <
 		      (int)sizeof(buf));
 		CHECK_STR(buf, shown[i].text);
 	}
-	for (i = 0; i < sizeof(parsed) / sizeof(parsed[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(parsed); i++) {
 		ns = 12345;
 		if (parse_duration(parsed[i].text, parsed[i].bare, &ns) !=
 		    parsed[i].ret)
@@ -360,7 +360,7 @@ static void test_sort(void)
 	size_t i, j;
 	int key;
 
-	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
 		key = parse_sort_key(want[i].key);
 		CHECK(key >= 0);
 		if (key < 0)
@@ -431,7 +431,7 @@ static const struct {
 
 int main(void)
 {
-	int i, n = sizeof(tests) / sizeof(tests[0]), failed = 0, before;
+	int i, n = ARRAY_SIZE(tests), failed = 0, before;
 
 	printf("TAP version 13\n1..%d\n", n);
 	for (i = 0; i < n; i++) {
