@@ -9,6 +9,9 @@
 #   make bench           benchmarks, writes bench/REPORT.md
 #   make install         module (modules_install + depmod), header, library, CLI
 #   make deps            install the Debian packages all of this needs
+#   make deb             Debian packages (debian/) into build/deb/:
+#                        taskstate-dkms, taskstate-tools, libtaskstate0,
+#                        libtaskstate-dev
 
 KERNELRELEASE ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KERNELRELEASE)/build
@@ -38,10 +41,17 @@ demo: deps
 bench: deps
 	scripts/bench.sh
 
+LIBDIR ?= $(PREFIX)/lib
+MANDIR ?= $(PREFIX)/share/man
+
 install: module tools
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) modules_install
 	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KERNELRELEASE)
-	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	$(MAKE) -C tools install PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) DESTDIR=$(DESTDIR)
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man4
+	install -m 0644 man/taskstate.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/taskstate.4 $(DESTDIR)$(MANDIR)/man4/
+	$(if $(DESTDIR),,ldconfig)
 
 # modules_install puts the module in extra/ (6.1) or updates/ (6.12), and
 # compresses it where the kernel's config says so (6.12: taskstate.ko.xz).
@@ -51,13 +61,24 @@ uninstall:
 	if [ -d $(DESTDIR)/lib/modules/$(KERNELRELEASE) ]; then \
 		depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KERNELRELEASE); fi
 	rm -f $(DESTDIR)$(PREFIX)/bin/taskstate \
-	      $(DESTDIR)$(PREFIX)/lib/libtaskstate.a \
+	      $(DESTDIR)$(LIBDIR)/libtaskstate.a \
+	      $(DESTDIR)$(LIBDIR)/libtaskstate.so* \
+	      $(DESTDIR)$(LIBDIR)/pkgconfig/libtaskstate.pc \
 	      $(DESTDIR)$(PREFIX)/include/libtaskstate.h \
-	      $(DESTDIR)$(PREFIX)/include/linux/taskstate.h
+	      $(DESTDIR)$(PREFIX)/include/linux/taskstate.h \
+	      $(DESTDIR)$(MANDIR)/man1/taskstate.1 \
+	      $(DESTDIR)$(MANDIR)/man4/taskstate.4
+	$(if $(DESTDIR),,ldconfig)
+
+# Binary packages only (no source package), unsigned, into build/deb/:
+# dpkg-buildpackage writes its results next to the source directory, so
+# it runs on a copy of the tree in build/deb/src.
+deb:
+	scripts/build-deb.sh
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	$(MAKE) -C tools clean
 	rm -rf build
 
-.PHONY: all module tools deps check demo bench install uninstall clean
+.PHONY: all module tools deps check demo bench install uninstall deb clean

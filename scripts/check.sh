@@ -21,7 +21,9 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
-KERNELS=${KERNELS:-amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64}
+# Unset: every kernel; set but empty: none (host tests only).
+KERNELS=${KERNELS-amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64}
+HOST_TESTS=${HOST_TESTS-dkms-test install-test deb-test man-test}
 VM_TIMEOUT=${VM_TIMEOUT:-1500}
 CROSS32=(CC=i686-linux-gnu-gcc EXTRA_LDFLAGS=-static)
 CROSSARM64=(CC=aarch64-linux-gnu-gcc EXTRA_LDFLAGS=-static)
@@ -109,6 +111,7 @@ boot() {	# kver out name accel sections
 		cat > "$script" <<-EOF
 		TS_KO=$out/taskstate.ko TS_TORTURE_KO=$out/taskstate_torture.ko \
 		TS_BIN=$build/bin64 TS_BIN32=$build/bin32 TS_OUT=\$TS_OUT \
+		TS_DEB_DIR=$build/deb/vm \
 		TS_SECTIONS="$sections" sh $top/selftests/taskstate/run_vm.sh
 		EOF
 		;;
@@ -161,14 +164,21 @@ run_kernel() {	# flavour
 	# vCPUs executing and no guest watchdog firing.  Every section that
 	# loads taskstate or runs bpftrace boots single-threaded.
 	boot "$kver" "$out" torture tcg torture
+	# The module DKMS built from the taskstate-dkms package (deb-test,
+	# 6.1 and 6.12 amd64): a smoke test in this same boot, before
+	# lockdown, which must stay last.
+	deb=
+	[ -f "$build/deb/vm/$kver/taskstate.ko" ] && deb=deb
 	boot "$kver" "$out" main tcg,thread=single \
-		"track_all track_none params review stuck busy lockdown"
+		"track_all track_none params review stuck busy $deb lockdown"
 	boot "$kver" "$out" cycles tcg,thread=single cycles
 	echo "# $kver: three boots $(( $(date +%s) - start )) s"
 }
 
-# Host-side tests: DKMS on the 6.1 and 6.12 headers, make install.
-run_host_test() {	# dkms-test | install-test
+# Host-side tests: DKMS on the 6.1 and 6.12 headers, make install, the
+# Debian packages, the man pages.
+run_host_test() {	# dkms-test | install-test | deb-test | man-test
+	local start=$SECONDS
 	local tap=$build/$1.tap rc
 	echo "# === $1 ==="
 	"$top/scripts/$1.sh" > "$tap" 2>&1
@@ -177,6 +187,7 @@ run_host_test() {	# dkms-test | install-test
 	count "$tap"
 	# A bail-out before any test line is a failure too.
 	[ $rc = 0 ] || grep -q '^not ok ' "$tap" || fail "$1 (status $rc)"
+	echo "# $1: $((SECONDS - start)) s"
 }
 
 # The same tests for the kernels whose headers live in a debootstrap
@@ -194,7 +205,7 @@ run_chroot_host_test() {	# dkms-test | install-test, flavour
 	d=/tmp/taskstate-hosttest.$$
 	rm -rf "${croot:?}$d"
 	mkdir -p "$croot$d"
-	(cd "$top" && cp -r Kbuild Makefile dkms.conf module include scripts "$croot$d/" &&
+	(cd "$top" && cp -r Kbuild Makefile dkms.conf module include man scripts "$croot$d/" &&
 	 find tools -name build -prune -o -type f -exec cp --parents -t "$croot$d/" {} +)
 	# shellcheck disable=SC2016
 	unshare --mount --propagation private sh -c '
@@ -210,9 +221,21 @@ run_chroot_host_test() {	# dkms-test | install-test, flavour
 }
 
 mkdir -p "$build"
-if [ -n "${HOST_TESTS-dkms-test install-test}" ]; then
-	for t in ${HOST_TESTS-dkms-test install-test}; do
+# Only what deb-test builds in this run goes into the boots.
+rm -rf "$build/deb/vm"
+
+# The unit test of the library and the command's formatting (no module).
+echo "# === test_lib ==="
+make -s -C "$top/tools" O="$build/test_lib" check > "$build/test_lib.tap" 2>&1
+rc=$?
+cat "$build/test_lib.tap"
+count "$build/test_lib.tap"
+[ $rc = 0 ] || grep -q '^not ok ' "$build/test_lib.tap" || fail "test_lib (status $rc)"
+
+if [ -n "$HOST_TESTS" ]; then
+	for t in $HOST_TESTS; do
 		run_host_test "$t"
+		case $t in dkms-test|install-test) ;; *) continue ;; esac
 		for k in $KERNELS; do
 			case $k in
 			amd64-5.10|amd64-7.2) run_chroot_host_test "$t" "$k" ;;

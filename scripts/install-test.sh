@@ -7,7 +7,8 @@
 # DESTDIR/lib/modules/KVER/ with that kernel's vermagic, in DESTDIR's
 # modules.dep (depmod -b), the uapi header, libtaskstate.a, libtaskstate.h
 # and bin/taskstate, and a program builds against the installed headers
-# and library.  After uninstall: all of them gone.  Prints TAP; exits
+# and library (static and shared), the pkg-config file and the man pages.
+# After uninstall: all of them gone.  Prints TAP; exits
 # non-zero on any failure.  Needs no root and changes nothing outside its
 # temporary directory.
 #
@@ -37,9 +38,10 @@ trap 'rm -rf "$tmp"' EXIT
 # The sources `make install` needs, without build products.
 stage() {	# directory
 	mkdir -p "$1"
-	(cd "$top" && cp Makefile Kbuild "$1/" &&
-	 find module include tools -name build -prune -o -type f \
-	      \( -name '*.[ch]' -o -name Makefile -o -name '*.kbuild' \) \
+	(cd "$top" && cp Makefile Kbuild dkms.conf "$1/" &&
+	 find module include tools man -name build -prune -o -type f \
+	      \( -name '*.[ch]' -o -name Makefile -o -name '*.kbuild' \
+	         -o -name '*.map' -o -name '*.pc.in' -o -name 'taskstate.[14]' \) \
 	      -exec cp --parents -t "$1/" {} +)
 }
 
@@ -66,7 +68,10 @@ for k in "${kvers[@]}"; do
 	mods=$dest/lib/modules/$k
 	usr=$dest/usr
 	files=("$usr/bin/taskstate" "$usr/lib/libtaskstate.a"
-	       "$usr/include/libtaskstate.h" "$usr/include/linux/taskstate.h")
+	       "$usr/lib/libtaskstate.so.0" "$usr/lib/libtaskstate.so"
+	       "$usr/lib/pkgconfig/libtaskstate.pc"
+	       "$usr/include/libtaskstate.h" "$usr/include/linux/taskstate.h"
+	       "$usr/share/man/man1/taskstate.1" "$usr/share/man/man4/taskstate.4")
 	args=(DESTDIR="$dest" PREFIX=/usr KERNELRELEASE="$k")
 	stage "$src"
 
@@ -93,7 +98,7 @@ for k in "${kvers[@]}"; do
 	done
 	[ -x "$usr/bin/taskstate" ] || rc=1
 	cmp -s "$usr/include/linux/taskstate.h" "$top/include/uapi/linux/taskstate.h" || rc=1
-	ok $rc "$k: bin/taskstate, lib/libtaskstate.a, include/libtaskstate.h, include/linux/taskstate.h"
+	ok $rc "$k: bin/taskstate, lib/libtaskstate.{a,so,so.0}, libtaskstate.pc, the headers, the man pages"
 
 	cc -I"$usr/include" -o "$tmp/user" "$tmp/user.c" "$usr/lib/libtaskstate.a" \
 		> "$tmp/cc.log" 2>&1 && "$tmp/user"

@@ -50,6 +50,7 @@ AMD64_PKGS=(
 	bpftrace linux-perf stress-ng rt-tests
 	gnuplot-nox python3 dkms xz-utils cpio
 	debootstrap qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+	debhelper dh-dkms lintian pkg-config man-db
 )
 
 missing=()

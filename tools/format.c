@@ -6,10 +6,19 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 #include "format.h"
 
 #define STATE_WIDTH	8	/* "RUNNABLE", "SLEEPING" */
+
+#define NS_PER_US	1000ULL
+#define NS_PER_MS	1000000ULL
+#define NS_PER_S	1000000000ULL
+#define NS_PER_MIN	(60 * NS_PER_S)
+#define NS_PER_HOUR	(60 * NS_PER_MIN)
+#define NS_PER_DAY	(24 * NS_PER_HOUR)
 
 int parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *val)
 {
@@ -26,6 +35,261 @@ int parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *val)
 		return -ERANGE;
 	*val = v;
 	return 0;
+}
+
+static const struct {
+	const char *name;
+	uint64_t ns;
+} units[] = {	/* longest names first: "ms" before "m" and "s" */
+	{ "ns", 1 }, { "us", NS_PER_US }, { "ms", NS_PER_MS },
+	{ "s", NS_PER_S }, { "m", NS_PER_MIN }, { "h", NS_PER_HOUR },
+	{ "d", NS_PER_DAY },
+};
+
+int parse_duration(const char *s, uint64_t bare_unit_ns, uint64_t *ns)
+{
+	uint64_t total = 0, whole, frac, scale, unit, part;
+	const char *p = s;
+	size_t i, len;
+	int parts = 0;
+
+	if (!*s)
+		return -EINVAL;
+	while (*p) {
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		for (whole = 0; isdigit((unsigned char)*p); p++) {
+			if (whole > (UINT64_MAX - 9) / 10)
+				return -ERANGE;
+			whole = whole * 10 + (*p - '0');
+		}
+		frac = 0;
+		scale = 1;
+		if (*p == '.') {
+			if (!isdigit((unsigned char)*++p))
+				return -EINVAL;
+			for (; isdigit((unsigned char)*p); p++) {
+				if (scale < NS_PER_S) {	/* 9 digits count */
+					frac = frac * 10 + (*p - '0');
+					scale *= 10;
+				}
+			}
+		}
+		unit = 0;
+		for (i = 0; i < ARRAY_SIZE(units); i++) {
+			len = strlen(units[i].name);
+			if (!strncmp(p, units[i].name, len)) {
+				unit = units[i].ns;
+				p += len;
+				break;
+			}
+		}
+		if (!unit) {
+			/* A bare number only alone: not "1m30", not "5x". */
+			if (*p || parts)
+				return -EINVAL;
+			unit = bare_unit_ns;
+		}
+		parts++;
+		if (whole && unit > UINT64_MAX / whole)
+			return -ERANGE;
+		part = whole * unit;
+		/*
+		 * frac / scale of a unit, in 64 bits: frac < scale <= 10^9,
+		 * so (unit % scale) * frac < 10^18.
+		 */
+		part += unit / scale * frac + unit % scale * frac / scale;
+		if (part > UINT64_MAX - total)
+			return -ERANGE;
+		total += part;
+	}
+	*ns = total;
+	return 0;
+}
+
+int format_duration(char *buf, size_t len, uint64_t ns)
+{
+	static const struct {
+		uint64_t below, unit;
+		const char *name;
+	} dec[] = {	/* one decimal below ten of a unit, none above */
+		{ 10 * NS_PER_US, NS_PER_US, "us" },
+		{ NS_PER_MS, NS_PER_US, "us" },
+		{ 10 * NS_PER_MS, NS_PER_MS, "ms" },
+		{ NS_PER_S, NS_PER_MS, "ms" },
+		{ 10 * NS_PER_S, NS_PER_S, "s" },
+		{ NS_PER_MIN, NS_PER_S, "s" },
+	};
+	unsigned long long v;
+	size_t i;
+
+	if (ns < NS_PER_US)
+		return snprintf(buf, len, "%lluns", (unsigned long long)ns);
+	for (i = 0; i < ARRAY_SIZE(dec); i++) {
+		if (ns >= dec[i].below)
+			continue;
+		v = ns / dec[i].unit;
+		if (dec[i].below == 10 * dec[i].unit)
+			return snprintf(buf, len, "%llu.%llu%s", v,
+					(unsigned long long)(ns / (dec[i].unit / 10) % 10),
+					dec[i].name);
+		return snprintf(buf, len, "%llu%s", v, dec[i].name);
+	}
+	if (ns < NS_PER_HOUR)
+		return snprintf(buf, len, "%llum%02llus",
+				(unsigned long long)(ns / NS_PER_MIN),
+				(unsigned long long)(ns % NS_PER_MIN / NS_PER_S));
+	if (ns < NS_PER_DAY)
+		return snprintf(buf, len, "%lluh%02llum",
+				(unsigned long long)(ns / NS_PER_HOUR),
+				(unsigned long long)(ns % NS_PER_HOUR / NS_PER_MIN));
+	return snprintf(buf, len, "%llud%02lluh",
+			(unsigned long long)(ns / NS_PER_DAY),
+			(unsigned long long)(ns % NS_PER_DAY / NS_PER_HOUR));
+}
+
+int parse_id_list(const char *s, uint32_t **ids, size_t *n)
+{
+	size_t cap = 1, nr = 0;
+	const char *p;
+	uint32_t *out;
+	char num[24];
+	uint64_t v;
+
+	for (p = s; *p; p++)
+		cap += *p == ',';
+	out = calloc(cap, sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	for (p = s; ; p++) {
+		size_t len = strcspn(p, ",");
+
+		if (!len || len >= sizeof(num))
+			goto bad;
+		memcpy(num, p, len);
+		num[len] = '\0';
+		if (parse_num(num, 1, INT32_MAX, &v))
+			goto bad;
+		out[nr++] = v;
+		p += len;
+		if (!*p)
+			break;
+	}
+	*ids = out;
+	*n = nr;
+	return 0;
+bad:
+	free(out);
+	return -EINVAL;
+}
+
+int parse_state_list(const char *s, unsigned int *mask)
+{
+	unsigned int m = 0;
+	char name[16];
+	const char *p;
+	int state;
+
+	for (p = s; ; p++) {
+		size_t len = strcspn(p, ",");
+
+		if (!len || len >= sizeof(name))
+			return -EINVAL;
+		memcpy(name, p, len);
+		name[len] = '\0';
+		state = taskstate_state_from_name(name);
+		if (state < 0)
+			return -EINVAL;
+		m |= 1U << state;
+		p += len;
+		if (!*p)
+			break;
+	}
+	*mask = m;
+	return 0;
+}
+
+static bool id_in(uint32_t id, const uint32_t *ids, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+bool row_matches(const struct ts_filter *f, const struct ts_row *r)
+{
+	if (f->npids && !id_in(r->tgid, f->pids, f->npids))
+		return false;
+	if (f->ntids && !id_in(r->tid, f->tids, f->ntids))
+		return false;
+	if (f->states && !(f->states & (1U << r->d.state)))
+		return false;
+	return r->d.age_ns >= f->min_age_ns;
+}
+
+int parse_sort_key(const char *s)
+{
+	static const char *const keys[] = {
+		[TS_SORT_STUCK] = "stuck", [TS_SORT_AGE] = "age",
+		[TS_SORT_STATE] = "state", [TS_SORT_TID] = "tid",
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(keys); i++)
+		if (!strcmp(s, keys[i]))
+			return i;
+	return -EINVAL;
+}
+
+static int cmp_tid(const void *a, const void *b)
+{
+	const struct ts_row *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* Longest in its state first, then by tid. */
+static int cmp_age(const void *a, const void *b)
+{
+	const struct ts_row *x = a, *y = b;
+
+	if (x->d.age_ns != y->d.age_ns)
+		return x->d.age_ns < y->d.age_ns ? 1 : -1;
+	return cmp_tid(a, b);
+}
+
+static int cmp_state(const void *a, const void *b)
+{
+	const struct ts_row *x = a, *y = b;
+
+	if (x->d.state != y->d.state)
+		return x->d.state < y->d.state ? -1 : 1;
+	return cmp_age(a, b);
+}
+
+/* The stuck first, longest stuck on top, then by tid. */
+static int cmp_stuck(const void *a, const void *b)
+{
+	const struct ts_row *x = a, *y = b;
+
+	if (x->stuck != y->stuck)
+		return y->stuck - x->stuck;
+	if (x->stuck)
+		return cmp_age(a, b);
+	return cmp_tid(a, b);
+}
+
+void sort_rows(struct ts_row *rows, size_t n, enum ts_sort key)
+{
+	static int (*const cmp[])(const void *, const void *) = {
+		[TS_SORT_STUCK] = cmp_stuck, [TS_SORT_AGE] = cmp_age,
+		[TS_SORT_STATE] = cmp_state, [TS_SORT_TID] = cmp_tid,
+	};
+
+	qsort(rows, n, sizeof(*rows), cmp[key]);
 }
 
 bool row_is_stuck(const struct ts_row *r, uint64_t stuck_ns)
@@ -56,19 +320,33 @@ static void widen(int *width, int w)
 		*width = w;
 }
 
+/* SINCE and AGE of r as shown: ns, or durations. */
+static void row_times(const struct ts_row *r, bool ns, char *since, char *age)
+{
+	if (ns) {
+		snprintf(since, TS_DURATION_MAX + 8, "%" PRIu64, r->d.since_ns);
+		snprintf(age, TS_DURATION_MAX + 8, "%" PRIu64, r->d.age_ns);
+	} else {
+		format_duration(since, TS_DURATION_MAX + 8, r->d.since_ns);
+		format_duration(age, TS_DURATION_MAX + 8, r->d.age_ns);
+	}
+}
+
 void table_widths(const struct ts_row *rows, size_t n, struct ts_widths *w)
 {
+	char since[TS_DURATION_MAX + 8], age[TS_DURATION_MAX + 8];
 	size_t i;
 
 	w->tid = 3;	/* the header names */
 	w->tgid = 4;
-	w->since = 8;
-	w->age = 6;
+	w->since = w->ns ? 8 : 5;
+	w->age = w->ns ? 6 : 3;
 	for (i = 0; i < n; i++) {
 		widen(&w->tid, digits(rows[i].tid));
 		widen(&w->tgid, digits(rows[i].tgid));
-		widen(&w->since, digits(rows[i].d.since_ns));
-		widen(&w->age, digits(rows[i].d.age_ns));
+		row_times(&rows[i], w->ns, since, age);
+		widen(&w->since, strlen(since));
+		widen(&w->age, strlen(age));
 	}
 }
 
@@ -76,24 +354,47 @@ int format_header(char *buf, size_t len, const struct ts_widths *w)
 {
 	return snprintf(buf, len, "%*s %*s %-*s %*s %*s COMM",
 			w->tid, "TID", w->tgid, "TGID", STATE_WIDTH, "STATE",
-			w->since, "SINCE_NS", w->age, "AGE_NS");
+			w->since, w->ns ? "SINCE_NS" : "SINCE",
+			w->age, w->ns ? "AGE_NS" : "AGE");
+}
+
+/* SGR colour of a state name on a terminal; NULL: the default. */
+static const char *state_color(unsigned int state)
+{
+	switch (state) {
+	case TASKSTATE_RUNNING:
+		return "\033[32m";	/* green */
+	case TASKSTATE_RUNNABLE:
+		return "\033[36m";	/* cyan */
+	case TASKSTATE_BLOCKED:
+		return "\033[31m";	/* red */
+	case TASKSTATE_STOPPED:
+	case TASKSTATE_TRACED:
+		return "\033[33m";	/* yellow */
+	case TASKSTATE_DEAD:
+		return "\033[35m";	/* magenta */
+	}
+	return NULL;
 }
 
 int format_row(char *buf, size_t len, const struct ts_row *r,
 	       const struct ts_widths *w)
 {
+	char since[TS_DURATION_MAX + 8], age[TS_DURATION_MAX + 8];
+	const char *color = w->color ? state_color(r->d.state) : NULL;
 	char comm[TS_COMM_MAX];
 	size_t i;
 
 	for (i = 0; i < sizeof(comm) - 1 && r->comm[i]; i++)
 		comm[i] = iscntrl((unsigned char)r->comm[i]) ? '?' : r->comm[i];
 	comm[i] = '\0';
+	row_times(r, w->ns, since, age);
 
-	return snprintf(buf, len, "%*" PRIu32 " %*" PRIu32 " %-*s %*" PRIu64
-			" %*" PRIu64 " %s",
+	return snprintf(buf, len, "%*" PRIu32 " %*" PRIu32 " %s%-*s%s %*s %*s %s",
 			w->tid, r->tid, w->tgid, r->tgid,
-			STATE_WIDTH, taskstate_state_name(r->d.state),
-			w->since, r->d.since_ns, w->age, r->d.age_ns,
+			color ? color : "", STATE_WIDTH,
+			taskstate_state_name(r->d.state), color ? "\033[39m" : "",
+			w->since, since, w->age, age,
 			r->has_comm ? comm : "-");
 }
 
@@ -155,7 +456,7 @@ void print_json(FILE *f, const struct ts_row *rows, size_t n)
 {
 	size_t i;
 
-	putc('[', f);
+	fputs("{\"threads\": [", f);
 	for (i = 0; i < n; i++) {
 		const struct ts_row *r = &rows[i];
 
@@ -170,5 +471,5 @@ void print_json(FILE *f, const struct ts_row *rows, size_t n)
 			fputs("null", f);
 		putc('}', f);
 	}
-	fputs(n ? "\n]\n" : "]\n", f);
+	fputs(n ? "\n]}\n" : "]}\n", f);
 }

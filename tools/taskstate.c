@@ -2,7 +2,8 @@
 /*
  * taskstate: track threads and show their state words, like ps and top.
  *
- * Exit status: 0 success, 1 runtime error, 2 usage error.
+ * Exit status: 0 success, 1 runtime error, 2 usage error (documented in
+ * the help and in man/taskstate.1).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,18 +40,24 @@ static const char main_help[] =
 "Commands:\n"
 "  track [-p] ID        start tracking a thread, or with -p a process\n"
 "  untrack [-p] ID      stop tracking a thread, or with -p a process\n"
-"  show [-p PID] [--json]\n"
+"  show [SELECTION] [--ns] [--json]\n"
 "                       list the tracked threads\n"
-"  watch [-p PID] [--stuck MS] [--interval MS] [--count N] [--no-map]\n"
+"  watch [SELECTION] [-d DURATION] [-n N] [-s DURATION] [-o KEY]\n"
 "                       list them again and again, like top\n"
-"  top [-p PID] [-d MS] [-n N] [-s KEY] [--json]\n"
+"  top [-p PID] [-d DURATION] [-n N] [-o KEY] [--json]\n"
 "                       the share of each interval spent in each state\n"
 "  metrics [-p PID] [-o FILE]\n"
 "                       per-process time in each state, for Prometheus\n"
 "  info                 show what the module is and holds\n"
 "\n"
-"'taskstate COMMAND --help' describes a command.  Opening the device\n"
-"needs CAP_PERFMON or CAP_SYS_ADMIN; TASKSTATE_DEV overrides its path.\n"
+"Options:\n"
+"  -h, --help           show this help\n"
+"      --version        show the version\n"
+"\n"
+"'taskstate COMMAND --help' describes a command; man taskstate, all of\n"
+"them.  Opening the device needs CAP_PERFMON or CAP_SYS_ADMIN;\n"
+"TASKSTATE_DEV overrides its path.  Colours only on a terminal, and\n"
+"never with NO_COLOR set.\n"
 "Exit status: 0 success, 1 error, 2 usage error.\n";
 
 static const char track_help[] =
@@ -71,63 +78,90 @@ static const char untrack_help[] =
 "                  tracking its future threads and children\n"
 "  -h, --help      show this help\n";
 
+#define SELECTION_HELP \
+"  -p, --pid PID[,PID...]     only the threads of these processes\n" \
+"  -t, --tid TID[,TID...]     only these threads\n" \
+"      --state STATE[,STATE...]\n" \
+"                             only threads in one of these states\n" \
+"      --min-age DURATION     only threads in their state for at least\n" \
+"                             DURATION (a bare number is seconds)\n"
+
+#define DURATION_HELP \
+"A DURATION is a number with a unit, ns us ms s m h d, a fraction\n" \
+"allowed, or several: 500ms, 1.5s, 1h30m.\n"
+
 static const char show_help[] =
-"Usage: taskstate show [-p PID] [--json]\n"
+"Usage: taskstate show [SELECTION] [--ns] [--json]\n"
 "\n"
 "List the tracked threads, sorted by TID:\n"
-"  TID TGID STATE SINCE_NS AGE_NS COMM\n"
-"SINCE_NS is the CLOCK_BOOTTIME of the last state change, AGE_NS the time\n"
-"spent in STATE since, both in ns.  COMM is '-' for a thread gone.\n"
+"  TID TGID STATE SINCE AGE COMM\n"
+"SINCE is when the thread entered STATE, as the time since boot\n"
+"(CLOCK_BOOTTIME), AGE how long it has been in it, as durations\n"
+"(1.9s, 3m12s, 2h05m).  COMM is '-' for a thread gone.  The selection\n"
+"options combine: a thread is listed if it matches all.\n"
 "\n"
-"  -p, --pid PID   only the threads of process PID\n"
-"      --json      one JSON array of objects with the keys tid, tgid,\n"
-"                  state, since_ns, age_ns and comm (null if gone)\n"
-"  -h, --help      show this help\n";
+SELECTION_HELP
+"      --ns                   SINCE_NS and AGE_NS, in ns\n"
+"      --json                 one JSON object {\"threads\": [...]}, one\n"
+"                             object per thread with the keys tid, tgid,\n"
+"                             state, since_ns, age_ns and comm (null if\n"
+"                             gone)\n"
+"  -h, --help                 show this help\n"
+"\n"
+DURATION_HELP;
 
 static const char watch_help[] =
-"Usage: taskstate watch [-p PID] [--stuck MS] [--interval MS] [--count N]\n"
-"                       [--no-map]\n"
+"Usage: taskstate watch [SELECTION] [-d DURATION] [-n N] [-s DURATION]\n"
+"                       [-o KEY] [--ns] [--no-map]\n"
 "\n"
-"List the tracked threads every interval, with the number in each state.\n"
+"List the tracked threads every delay, with the number in each state.\n"
 "A thread waiting (SLEEPING, BLOCKED, STOPPED, TRACED or DEAD) for longer\n"
-"than the --stuck time is marked with '!' and listed first.  On a\n"
-"terminal the screen is redrawn in place: q or Ctrl-C quits, any other\n"
-"key refreshes.  Otherwise each refresh prints a block of plain lines,\n"
-"blocks separated by an empty line.\n"
+"than the --stuck time is marked with '!' (and listed first by default).\n"
+"On a terminal the screen is redrawn in place: q or Ctrl-C quits, any\n"
+"other key refreshes.  Otherwise each refresh prints a block of plain\n"
+"lines, blocks separated by an empty line.\n"
 "\n"
 "The words are read through a read-only mapping of the module's entries,\n"
 "without a system call per refresh, when the module allows it (the\n"
 "initial pid namespace only); else with the LIST ioctl.  'taskstate info'\n"
 "says which.\n"
 "\n"
-"  -p, --pid PID          only the threads of process PID\n"
-"  -s, --stuck MS         mark threads waiting longer than MS ms (1000)\n"
-"  -i, --interval MS      refresh every MS ms (1000)\n"
-"  -n, --count N          stop after N refreshes\n"
-"      --no-map           always use the LIST ioctl\n"
-"  -h, --help             show this help\n";
+SELECTION_HELP
+"  -s, --stuck DURATION       mark threads waiting longer (1s; a bare\n"
+"                             number is ms)\n"
+"  -d, --delay DURATION       refresh every DURATION (1s; a bare number\n"
+"                             is seconds, as in top)\n"
+"  -n, --count N              stop after N refreshes\n"
+"  -o, --sort KEY             stuck (stuck first, the default), age\n"
+"                             (longest first), state, or tid\n"
+"      --ns                   SINCE_NS and AGE_NS, in ns\n"
+"      --no-map               always use the LIST ioctl\n"
+"  -h, --help                 show this help\n"
+"\n"
+DURATION_HELP;
 
 static const char top_help[] =
-"Usage: taskstate top [-p PID] [-d MS] [-n N] [-s KEY] [--json]\n"
+"Usage: taskstate top [-p PID] [-d DURATION] [-n N] [-o KEY] [--json]\n"
 "\n"
-"Every interval, per tracked thread, the share of the interval it spent\n"
-"in each state, from the module's per-state totals:\n"
+"Every delay, per tracked thread, the share of the interval it spent in\n"
+"each state, from the module's per-state totals:\n"
 "  TID TGID STATE RUN% WAIT% SLEEP% BLOCK% OTHER% COMM\n"
 "RUN is on a CPU, WAIT runnable on a run queue, SLEEP interruptible\n"
 "sleep, BLOCK uninterruptible, OTHER stopped, traced or dead.  On a\n"
 "terminal the screen is redrawn in place (Ctrl-C quits); otherwise each\n"
 "refresh is a block of lines, blocks separated by an empty line.\n"
 "\n"
-"  -p, --pid PID          only the threads of process PID\n"
-"  -d, --delay MS         refresh every MS ms (1000)\n"
-"  -n, --count N          stop after N refreshes\n"
-"  -s, --sort KEY         run, wait, sleep, block, other (largest first)\n"
-"                         or tid (default: run)\n"
-"      --json             one JSON object per refresh and line: time_ns,\n"
-"                         interval_ns, threads (tid, tgid, state,\n"
-"                         run_ns, wait_ns, sleep_ns, block_ns, other_ns,\n"
-"                         comm: null if gone)\n"
-"  -h, --help             show this help\n";
+"  -p, --pid PID              only the threads of process PID\n"
+"  -d, --delay DURATION       refresh every DURATION (1s; a bare number\n"
+"                             is seconds, as in top)\n"
+"  -n, --count N              stop after N refreshes\n"
+"  -o, --sort KEY             run (the default), wait, sleep, block or\n"
+"                             other (largest share first), or tid\n"
+"      --json                 one JSON object per refresh and line:\n"
+"                             time_ns, interval_ns, threads (tid, tgid,\n"
+"                             state, run_ns, wait_ns, sleep_ns, block_ns,\n"
+"                             other_ns, comm: null if gone)\n"
+"  -h, --help                 show this help\n";
 
 static const char metrics_help[] =
 "Usage: taskstate metrics [-p PID] [-o FILE]\n"
@@ -285,40 +319,62 @@ static int run_track(const struct command *cmd, int argc, char **argv)
 }
 
 /*
- * The tracked threads (of process pid if not 0) as *rows, *n of them,
- * aged at one "now" read after the list.  Returns the kernel's total
- * (more than *n only if the list was cut short) or -errno.
+ * The tracked threads matching f as *rows, *n of them, aged at one "now"
+ * read after the list: LIST once per process of f->pids, or once for all.
+ * Returns the kernel's total of threads it was asked about (more than it
+ * gave only if a list was cut short) or -errno.
  */
-static int get_rows(int fd, unsigned int pid, uint64_t stuck_ns,
+static int get_rows(int fd, const struct ts_filter *f, uint64_t stuck_ns,
 		    struct ts_row **rows, size_t *n)
 {
-	struct taskstate_entry *e;
+	struct taskstate_entry *e = NULL, *part, *tmp;
+	size_t i, nr = 0, k, calls = f->npids ? f->npids : 1;
 	struct ts_row *r;
 	uint64_t now;
-	uint32_t i, nr;
-	int total;
+	uint32_t got;
+	int ret, total = 0;
 
-	total = taskstate_list(fd, pid, &e, &nr);
-	if (total < 0)
-		return total;
+	for (k = 0; k < calls; k++) {
+		ret = taskstate_list(fd, f->npids ? f->pids[k] : 0, &part, &got);
+		if (ret < 0) {
+			free(e);
+			return ret;
+		}
+		tmp = realloc(e, (nr + got + 1) * sizeof(*e));
+		if (!tmp) {
+			free(part);
+			free(e);
+			return -ENOMEM;
+		}
+		e = tmp;
+		memcpy(e + nr, part, got * sizeof(*e));
+		free(part);
+		nr += got;
+		total = ret > INT_MAX - total ? INT_MAX : total + ret;
+	}
 	now = taskstate_now_ns();
 	r = calloc(nr ? nr : 1, sizeof(*r));
 	if (!r) {
 		free(e);
 		return -ENOMEM;
 	}
-	for (i = 0; i < nr; i++) {
-		r[i].tid = e[i].tid;
-		r[i].tgid = e[i].tgid;
-		taskstate_decode(e[i].word, now, &r[i].d);
-		r[i].stuck = row_is_stuck(&r[i], stuck_ns);
-		r[i].has_comm = taskstate_comm(e[i].tid, r[i].comm,
-					sizeof(r[i].comm)) >= 0;
+	for (i = 0, *n = 0; i < nr; i++) {
+		struct ts_row *row = &r[*n];
+
+		row->tid = e[i].tid;
+		row->tgid = e[i].tgid;
+		taskstate_decode(e[i].word, now, &row->d);
+		if (!row_matches(f, row))
+			continue;
+		row->stuck = row_is_stuck(row, stuck_ns);
+		row->has_comm = taskstate_comm(e[i].tid, row->comm,
+					       sizeof(row->comm)) >= 0;
+		(*n)++;
 	}
 	free(e);
 	*rows = r;
-	*n = nr;
-	return total;
+	/* What the kernel had beyond what it gave, on top of what matched. */
+	return total - (int)nr + (int)*n;
 }
 
 /*
@@ -356,7 +412,7 @@ static uint32_t tgid_of(uint32_t tid)
  * namespace's, which is where the mapping is allowed.
  */
 static int get_rows_mapped(struct taskstate_mapping *m, struct map_owner *owners,
-			   unsigned int pid, uint64_t stuck_ns,
+			   const struct ts_filter *f, uint64_t stuck_ns,
 			   struct ts_row **rows, size_t *n)
 {
 	size_t nr = 0, cap = 256;
@@ -376,7 +432,7 @@ static int get_rows_mapped(struct taskstate_mapping *m, struct map_owner *owners
 			o->tid = tid;
 			o->tgid = tgid_of(tid);
 		}
-		if (!o->tgid || (pid && o->tgid != pid))
+		if (!o->tgid)
 			continue;
 		if (nr == cap) {
 			tmp = realloc(r, 2 * cap * sizeof(*r));
@@ -395,75 +451,127 @@ static int get_rows_mapped(struct taskstate_mapping *m, struct map_owner *owners
 		nr++;
 	}
 	now = taskstate_now_ns();
-	for (i = 0; i < nr; i++) {
-		taskstate_decode(r[i].d.since_ns, now, &r[i].d);
-		r[i].stuck = row_is_stuck(&r[i], stuck_ns);
-		r[i].has_comm = taskstate_comm(r[i].tid, r[i].comm,
-					sizeof(r[i].comm)) >= 0;
+	for (i = 0, *n = 0; i < nr; i++) {
+		struct ts_row *row = &r[*n];
+
+		*row = r[i];
+		taskstate_decode(r[i].d.since_ns, now, &row->d);
+		if (!row_matches(f, row))
+			continue;
+		row->stuck = row_is_stuck(row, stuck_ns);
+		row->has_comm = taskstate_comm(row->tid, row->comm,
+					       sizeof(row->comm)) >= 0;
+		(*n)++;
 	}
 	*rows = r;
-	*n = nr;
-	return nr > INT_MAX ? INT_MAX : (int)nr;
+	return *n > INT_MAX ? INT_MAX : (int)*n;
 }
 
-static int cmp_tid(const void *a, const void *b)
+/* Colours: on a terminal, unless NO_COLOR is set and not empty. */
+static bool want_color(void)
 {
-	const struct ts_row *x = a, *y = b;
+	const char *no = getenv("NO_COLOR");
 
-	return (x->tid > y->tid) - (x->tid < y->tid);
+	return isatty(STDOUT_FILENO) && !(no && *no);
 }
 
-/* watch: the stuck first, longest stuck on top, then by tid. */
-static int cmp_stuck(const void *a, const void *b)
-{
-	const struct ts_row *x = a, *y = b;
+enum {
+	OPT_JSON = 256, OPT_NS, OPT_STATE, OPT_MIN_AGE, OPT_NO_MAP,
+};
 
-	if (x->stuck != y->stuck)
-		return y->stuck - x->stuck;
-	if (x->stuck && x->d.age_ns != y->d.age_ns)
-		return x->d.age_ns < y->d.age_ns ? 1 : -1;
-	return cmp_tid(a, b);
+static uint64_t duration_arg(const struct command *cmd, const char *what,
+			     const char *s, uint64_t bare_unit_ns)
+{
+	uint64_t ns;
+	int ret = parse_duration(s, bare_unit_ns, &ns);
+
+	if (ret == -ERANGE)
+		usage_error(cmd, "%s '%s' is too long", what, s);
+	if (ret)
+		usage_error(cmd, "%s '%s' is not a duration (e.g. 500ms, 2s, 1m30s)",
+			    what, s);
+	return ns;
+}
+
+/*
+ * A selection option (-p -t --state --min-age, in the longopts of show
+ * and watch) into f: whether c was one.
+ */
+static bool selection_option(const struct command *cmd, int c,
+			     const char *arg, struct ts_filter *f)
+{
+	switch (c) {
+	case 'p':
+		free(f->pids);
+		if (parse_id_list(arg, &f->pids, &f->npids))
+			usage_error(cmd, "PID list '%s' is not numbers 1..%d separated by commas",
+				    arg, INT_MAX);
+		return true;
+	case 't':
+		free(f->tids);
+		if (parse_id_list(arg, &f->tids, &f->ntids))
+			usage_error(cmd, "TID list '%s' is not numbers 1..%d separated by commas",
+				    arg, INT_MAX);
+		return true;
+	case OPT_STATE:
+		if (parse_state_list(arg, &f->states))
+			usage_error(cmd, "state list '%s' is not names of states separated by commas (%s)",
+				    arg, "RUNNING, RUNNABLE, SLEEPING, BLOCKED, STOPPED, TRACED, DEAD, NONE");
+		return true;
+	case OPT_MIN_AGE:
+		f->min_age_ns = duration_arg(cmd, "--min-age", arg, 1000000000ULL);
+		return true;
+	}
+	return false;
 }
 
 static int run_show(const struct command *cmd, int argc, char **argv)
 {
-	enum { OPT_JSON = 256 };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "state", required_argument, NULL, OPT_STATE },
+		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "ns", no_argument, NULL, OPT_NS },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
+	struct ts_widths w = { 0 };
 	char line[TS_LINE_MAX];
-	struct ts_widths w;
+	struct ts_filter f = { 0 };
 	struct ts_row *rows;
-	unsigned int pid = 0;
 	bool json = false;
 	size_t i, n;
 	int c, fd, total;
 
-	while ((c = next_option(cmd, argc, argv, ":hp:", longopts)) != -1) {
-		if (c == 'p')
-			pid = id_arg(cmd, "PID", optarg);
-		else
+	while ((c = next_option(cmd, argc, argv, ":hp:t:", longopts)) != -1) {
+		if (selection_option(cmd, c, optarg, &f))
+			continue;
+		if (c == OPT_JSON)
 			json = true;
+		else
+			w.ns = true;
 	}
 	want_args(cmd, argc, 0, "");
 
 	fd = open_device();
 	if (fd < 0)
 		return EXIT_FAILURE;
-	total = get_rows(fd, pid, 0, &rows, &n);
+	total = get_rows(fd, &f, 0, &rows, &n);
 	taskstate_close(fd);
+	free(f.pids);
+	free(f.tids);
 	if (total < 0) {
 		fprintf(stderr, "taskstate: list: %s\n", strerror(-total));
 		return EXIT_FAILURE;
 	}
-	qsort(rows, n, sizeof(*rows), cmp_tid);
+	sort_rows(rows, n, TS_SORT_TID);
 
 	if (json) {
 		print_json(stdout, rows, n);
 	} else {
+		w.color = want_color();
 		table_widths(rows, n, &w);
 		format_header(line, sizeof(line), &w);
 		puts(line);
@@ -483,9 +591,12 @@ struct watch {
 	int fd;
 	struct taskstate_mapping map;	/* entries NULL: read with LIST */
 	struct map_owner *owners;
-	unsigned int pid;
-	uint64_t stuck_ms;
-	int interval_ms;
+	struct ts_filter filter;
+	uint64_t stuck_ns;
+	int delay_ms;
+	enum ts_sort sort;
+	bool ns;		/* --ns */
+	bool color;
 	unsigned int count;	/* refreshes before stopping, 0 for no end */
 	bool tty;		/* stdout is a terminal: redraw in place */
 	unsigned int width;	/* tty: screen size */
@@ -566,6 +677,31 @@ static void term_enter(void)
  * attribute attr (an SGR escape, or NULL), not past the last line but one
  * (so the screen does not scroll); returns false once the screen is full.
  */
+/*
+ * The bytes of s that show in width columns: escape sequences (the state
+ * colours, ESC [ ... letter) take none and are never cut in two.
+ */
+static int visible_cut(const char *s, unsigned int width)
+{
+	const char *p = s;
+
+	while (*p) {
+		if (p[0] == '\033' && p[1] == '[') {
+			p += 2;
+			while (*p && !(*p >= 0x40 && *p <= 0x7e))
+				p++;
+			if (*p)
+				p++;
+			continue;
+		}
+		if (!width)
+			break;
+		width--;
+		p++;
+	}
+	return p - s;
+}
+
 static bool put_line(struct watch *w, const char *s, const char *attr)
 {
 	if (!w->tty) {
@@ -575,8 +711,8 @@ static bool put_line(struct watch *w, const char *s, const char *attr)
 	if (w->lines + 1 >= w->height)
 		return false;
 	w->lines++;
-	printf("%s%.*s%s\033[K\n", attr ? attr : "", (int)w->width, s,
-	       attr ? "\033[m" : "");
+	printf("%s%.*s%s\033[K\n", attr ? attr : "", visible_cut(s, w->width),
+	       s, attr ? "\033[m" : w->color ? "\033[39m" : "");
 	return true;
 }
 
@@ -584,9 +720,9 @@ static void draw(struct watch *w, const struct ts_row *rows, size_t n,
 		 int total)
 {
 	uint64_t count[TASKSTATE_NR_STATES] = { 0 };
-	char line[TS_LINE_MAX], when[16];
+	char line[TS_LINE_MAX], when[16], stuck_for[TS_DURATION_MAX];
 	size_t i, stuck = 0, len;
-	struct ts_widths tw;
+	struct ts_widths tw = { .ns = w->ns, .color = w->color };
 	struct winsize ws;
 	time_t t = time(NULL);
 	unsigned int s;
@@ -613,9 +749,9 @@ static void draw(struct watch *w, const struct ts_row *rows, size_t n,
 		       "taskstate %s  threads %zu", when, n);
 	if ((size_t)total > n)
 		len += snprintf(line + len, sizeof(line) - len, " of %d", total);
-	snprintf(line + len, sizeof(line) - len,
-		 "  stuck %zu (> %" PRIu64 " ms)%s", stuck, w->stuck_ms,
-		 term.keys ? "  q: quit" : "");
+	format_duration(stuck_for, sizeof(stuck_for), w->stuck_ns);
+	snprintf(line + len, sizeof(line) - len, "  stuck %zu (> %s)%s",
+		 stuck, stuck_for, term.keys ? "  q: quit" : "");
 	put_line(w, line, NULL);
 
 	for (s = 0, len = 0; s < TASKSTATE_NR_STATES; s++)
@@ -647,7 +783,7 @@ static int wait_key(const struct watch *w)
 	char keys[32];
 	ssize_t i, n;
 
-	if (poll(&p, 1, w->interval_ms) <= 0 || !p.revents)
+	if (poll(&p, 1, w->delay_ms) <= 0 || !p.revents)
 		return 0;
 	n = read(STDIN_FILENO, keys, sizeof(keys));
 	if (n <= 0)
@@ -668,14 +804,13 @@ static int watch_loop(struct watch *w)
 
 	for (first = true; ; first = false) {
 		if (w->map.entries)
-			ret = get_rows_mapped(&w->map, w->owners, w->pid,
-					      w->stuck_ms * 1000000, &rows, &n);
+			ret = get_rows_mapped(&w->map, w->owners, &w->filter,
+					      w->stuck_ns, &rows, &n);
 		else
-			ret = get_rows(w->fd, w->pid, w->stuck_ms * 1000000,
-				       &rows, &n);
+			ret = get_rows(w->fd, &w->filter, w->stuck_ns, &rows, &n);
 		if (ret < 0)
 			return ret;
-		qsort(rows, n, sizeof(*rows), cmp_stuck);
+		sort_rows(rows, n, w->sort);
 		if (!w->tty && !first)
 			putchar('\n');
 		draw(w, rows, n, ret);
@@ -708,35 +843,52 @@ static int watch_map(int fd, struct taskstate_mapping *m, struct map_owner **own
 
 static int run_watch(const struct command *cmd, int argc, char **argv)
 {
-	enum { OPT_NO_MAP = 256 };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "state", required_argument, NULL, OPT_STATE },
+		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 		{ "stuck", required_argument, NULL, 's' },
-		{ "interval", required_argument, NULL, 'i' },
+		{ "delay", required_argument, NULL, 'd' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "sort", required_argument, NULL, 'o' },
+		{ "ns", no_argument, NULL, OPT_NS },
 		{ "no-map", no_argument, NULL, OPT_NO_MAP },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
-	struct watch w = { .stuck_ms = 1000, .interval_ms = 1000 };
+	struct watch w = { .stuck_ns = 1000000000ULL, .delay_ms = 1000 };
 	bool map = true;
+	uint64_t ns;
 	int c, ret;
 
-	while ((c = next_option(cmd, argc, argv, ":hp:s:i:n:", longopts)) != -1) {
+	while ((c = next_option(cmd, argc, argv, ":hp:t:s:d:n:o:",
+				longopts)) != -1) {
+		if (selection_option(cmd, c, optarg, &w.filter))
+			continue;
 		switch (c) {
-		case 'p':
-			w.pid = id_arg(cmd, "PID", optarg);
-			break;
 		case 's':
-			w.stuck_ms = num_arg(cmd, "--stuck", optarg, 0,
-					     UINT32_MAX);
+			w.stuck_ns = duration_arg(cmd, "--stuck", optarg,
+						  1000000ULL);
 			break;
-		case 'i':
-			w.interval_ms = num_arg(cmd, "--interval", optarg, 0,
-						INT_MAX);
+		case 'd':
+			ns = duration_arg(cmd, "--delay", optarg, 1000000000ULL);
+			if (ns / 1000000 > INT_MAX)
+				usage_error(cmd, "--delay '%s' is too long", optarg);
+			w.delay_ms = ns / 1000000;
 			break;
 		case 'n':
 			w.count = num_arg(cmd, "--count", optarg, 1, UINT_MAX);
+			break;
+		case 'o':
+			ret = parse_sort_key(optarg);
+			if (ret < 0)
+				usage_error(cmd, "sort key '%s' is not stuck, age, state or tid",
+					    optarg);
+			w.sort = ret;
+			break;
+		case OPT_NS:
+			w.ns = true;
 			break;
 		case OPT_NO_MAP:
 			map = false;
@@ -752,6 +904,7 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 		watch_map(w.fd, &w.map, &w.owners);	/* else: LIST */
 	catch_quit_signals();
 	w.tty = isatty(STDOUT_FILENO);
+	w.color = want_color();
 	if (w.tty)
 		term_enter();
 	ret = watch_loop(&w);
@@ -759,6 +912,8 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 	term_restore();
 	taskstate_mapping_close(&w.map);
 	free(w.owners);
+	free(w.filter.pids);
+	free(w.filter.tids);
 	taskstate_close(w.fd);
 	if (ret < 0) {
 		fprintf(stderr, "taskstate: list: %s\n", strerror(-ret));
@@ -830,27 +985,32 @@ static int run_top(const struct command *cmd, int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "delay", required_argument, NULL, 'd' },
 		{ "count", required_argument, NULL, 'n' },
-		{ "sort", required_argument, NULL, 's' },
+		{ "sort", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
 	struct top_opts o = { .delay_ms = 1000, .sort = TASKSTATE_TOTAL_RUNNING };
+	uint64_t ns;
 	int c, fd, ret;
 
-	while ((c = next_option(cmd, argc, argv, ":p:d:n:s:h",
+	while ((c = next_option(cmd, argc, argv, ":p:d:n:o:h",
 				longopts)) != -1) {
 		switch (c) {
 		case 'p':
-			o.pid = id_arg(cmd, "pid", optarg);
+			o.pid = id_arg(cmd, "--pid", optarg);
 			break;
 		case 'd':
-			o.delay_ms = num_arg(cmd, "delay", optarg, 10, 3600000);
+			ns = duration_arg(cmd, "--delay", optarg, 1000000000ULL);
+			if (ns < 10000000 || ns / 1000000 > INT_MAX)
+				usage_error(cmd, "--delay '%s' is outside 10ms..24d",
+					    optarg);
+			o.delay_ms = ns / 1000000;
 			break;
 		case 'n':
-			o.count = num_arg(cmd, "count", optarg, 1, INT_MAX);
+			o.count = num_arg(cmd, "--count", optarg, 1, INT_MAX);
 			break;
-		case 's':
+		case 'o':
 			ret = top_sort_key(optarg);
 			if (ret < 0)
 				usage_error(cmd, "unknown sort key '%s'", optarg);
@@ -885,7 +1045,7 @@ static int run_metrics(const struct command *cmd, int argc, char **argv)
 				longopts)) != -1) {
 		switch (c) {
 		case 'p':
-			o.pid = id_arg(cmd, "pid", optarg);
+			o.pid = id_arg(cmd, "--pid", optarg);
 			break;
 		case 'o':
 			o.out = optarg;
@@ -913,8 +1073,10 @@ static const struct command commands[] = {
 
 int main(int argc, char **argv)
 {
+	enum { OPT_VERSION = 256 };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
 		{ }
 	};
 	static const struct command top = { .help = main_help };
@@ -923,8 +1085,11 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	/* '+': stop at the command name, its options are its own. */
-	while (next_option(&top, argc, argv, "+:h", longopts) != -1)
-		;
+	while (next_option(&top, argc, argv, "+:h", longopts) != -1) {
+		/* --version is the only option left */
+		puts("taskstate " TASKSTATE_VERSION);
+		return EXIT_SUCCESS;
+	}
 	if (optind == argc)
 		usage_error(NULL, "missing command");
 	for (cmd = commands; cmd < commands + sizeof(commands) /

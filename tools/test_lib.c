@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Host-side unit test of libtaskstate and the command's formatting: needs
- * no module.  Prints each failure, exits 1 if there was one.
+ * no module.  Prints TAP, one line per test function, each failed check
+ * as a comment before it; exits 1 if a check failed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,7 +23,7 @@ static int failures;
 static void check(bool ok, const char *what, int line)
 {
 	if (!ok) {
-		fprintf(stderr, "test_lib.c:%d: failed: %s\n", line, what);
+		printf("# test_lib.c:%d: failed: %s\n", line, what);
 		failures++;
 	}
 }
@@ -30,8 +31,8 @@ static void check(bool ok, const char *what, int line)
 static void check_str(const char *got, const char *want, int line)
 {
 	if (strcmp(got, want)) {
-		fprintf(stderr, "test_lib.c:%d: got\n%s\nwant\n%s\n",
-			line, got, want);
+		printf("# test_lib.c:%d: got '%s', want '%s'\n",
+		       line, got, want);
 		failures++;
 	}
 }
@@ -157,6 +158,7 @@ static void test_table(void)
 	struct ts_widths w;
 	struct ts_row r = rows[0];
 
+	w = (struct ts_widths){ .ns = true };
 	table_widths(rows, 0, &w);
 	format_header(line, sizeof(line), &w);
 	CHECK_STR(line, "TID TGID STATE    SINCE_NS AGE_NS COMM");
@@ -172,6 +174,22 @@ static void test_table(void)
 	CHECK_STR(line,
 		  "1234567    7 RUNNING                5          0 -");
 
+	/* Durations, and in colour. */
+	w = (struct ts_widths){ 0 };
+	table_widths(rows, 0, &w);
+	format_header(line, sizeof(line), &w);
+	CHECK_STR(line, "TID TGID STATE    SINCE AGE COMM");
+	table_widths(rows, 2, &w);
+	format_header(line, sizeof(line), &w);
+	CHECK_STR(line, "    TID TGID STATE    SINCE  AGE COMM");
+	format_row(line, sizeof(line), &rows[0], &w);
+	CHECK_STR(line, "      7    7 BLOCKED  1d10h 2.5s say \"hi\"?");
+	format_row(line, sizeof(line), &rows[1], &w);
+	CHECK_STR(line, "1234567    7 RUNNING    5ns  0ns -");
+	w.color = true;
+	format_row(line, sizeof(line), &rows[0], &w);
+	CHECK_STR(line, "      7    7 \033[31mBLOCKED \033[39m 1d10h 2.5s say \"hi\"?");
+
 	r.d.age_ns = 1000000001;
 	CHECK(row_is_stuck(&r, 1000000000));
 	CHECK(!row_is_stuck(&r, 1000000001));
@@ -186,19 +204,174 @@ static void test_print_json(void)
 	char *out;
 
 	CAPTURE(out, print_json(stream, rows, 0));
-	CHECK_STR(out, "[]\n");
+	CHECK_STR(out, "{\"threads\": []}\n");
 	free(out);
 
 	CAPTURE(out, print_json(stream, rows, 2));
 	CHECK_STR(out,
-		  "[\n"
+		  "{\"threads\": [\n"
 		  "  {\"tid\": 7, \"tgid\": 7, \"state\": \"BLOCKED\", "
 		  "\"since_ns\": 123456789012345, \"age_ns\": 2500000000, "
 		  "\"comm\": \"say \\\"hi\\\"\\n\"},\n"
 		  "  {\"tid\": 1234567, \"tgid\": 7, \"state\": \"RUNNING\", "
 		  "\"since_ns\": 5, \"age_ns\": 0, \"comm\": null}\n"
-		  "]\n");
+		  "]}\n");
 	free(out);
+}
+
+static void test_durations(void)
+{
+	static const struct {
+		uint64_t ns;
+		const char *text;
+	} shown[] = {
+		{ 0, "0ns" }, { 880, "880ns" }, { 999, "999ns" },
+		{ 1000, "1.0us" }, { 6820, "6.8us" }, { 9999, "9.9us" },
+		{ 10000, "10us" }, { 999999, "999us" }, { 1000000, "1.0ms" },
+		{ 12345678, "12ms" }, { 999999999, "999ms" },
+		{ 1900000000, "1.9s" }, { 1999999999, "1.9s" },
+		{ 42000000000ULL, "42s" }, { 59999999999ULL, "59s" },
+		{ 60000000000ULL, "1m00s" }, { 192000000000ULL, "3m12s" },
+		{ 3599999999999ULL, "59m59s" }, { 3600000000000ULL, "1h00m" },
+		{ 7500000000000ULL, "2h05m" }, { 86400000000000ULL, "1d00h" },
+		{ 273600000000000ULL, "3d04h" },
+		{ UINT64_MAX, "213503d23h" },
+	};
+	static const struct {
+		const char *text;
+		uint64_t bare, ns;
+		int ret;
+	} parsed[] = {
+		{ "1", 1000000000, 1000000000, 0 },
+		{ "1", 1000000, 1000000, 0 },
+		{ "0.5", 1000000000, 500000000, 0 },
+		{ "500ms", 1, 500000000, 0 },
+		{ "1.5s", 1, 1500000000, 0 },
+		{ "2m", 1, 120000000000ULL, 0 },
+		{ "1h30m", 1, 5400000000000ULL, 0 },
+		{ "1m30s", 1, 90000000000ULL, 0 },
+		{ "1d", 1, 86400000000000ULL, 0 },
+		{ "250us", 1, 250000, 0 },
+		{ "7ns", 1, 7, 0 },
+		{ "0", 1000000000, 0, 0 },
+		{ "", 1, 0, -EINVAL },
+		{ "s", 1, 0, -EINVAL },
+		{ "1x", 1, 0, -EINVAL },
+		{ "-1s", 1, 0, -EINVAL },
+		{ "1.s", 1, 0, -EINVAL },
+		{ ".5s", 1, 0, -EINVAL },
+		{ "1m30", 1, 0, -EINVAL },
+		{ "1 s", 1, 0, -EINVAL },
+		{ "99999999999999999999", 1, 0, -ERANGE },
+		{ "300000d", 1, 0, -ERANGE },
+	};
+	char buf[TS_DURATION_MAX];
+	uint64_t ns;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(shown); i++) {
+		CHECK(format_duration(buf, sizeof(buf), shown[i].ns) <
+		      (int)sizeof(buf));
+		CHECK_STR(buf, shown[i].text);
+	}
+	for (i = 0; i < ARRAY_SIZE(parsed); i++) {
+		ns = 12345;
+		if (parse_duration(parsed[i].text, parsed[i].bare, &ns) !=
+		    parsed[i].ret)
+			CHECK_STR(parsed[i].text, "(parses as expected)");
+		else if (!parsed[i].ret && ns != parsed[i].ns)
+			CHECK_STR(parsed[i].text, "(the right value)");
+		else if (parsed[i].ret && ns != 12345)
+			CHECK_STR(parsed[i].text, "(untouched on error)");
+	}
+}
+
+static void test_selection(void)
+{
+	struct ts_row r = rows[0];	/* tid 7, tgid 7, BLOCKED for 2.5 s */
+	struct ts_filter f = { 0 };
+	unsigned int mask = 0;
+	uint32_t *ids = NULL;
+	size_t n = 0;
+
+	CHECK(parse_id_list("7", &ids, &n) == 0 && n == 1 && ids[0] == 7);
+	free(ids);
+	CHECK(parse_id_list("1,22,2147483647", &ids, &n) == 0 && n == 3 &&
+	      ids[0] == 1 && ids[1] == 22 && ids[2] == 2147483647);
+	free(ids);
+	ids = NULL;
+	CHECK(parse_id_list("", &ids, &n) == -EINVAL);
+	CHECK(parse_id_list("1,", &ids, &n) == -EINVAL);
+	CHECK(parse_id_list(",1", &ids, &n) == -EINVAL);
+	CHECK(parse_id_list("1,,2", &ids, &n) == -EINVAL);
+	CHECK(parse_id_list("0", &ids, &n) == -EINVAL);
+	CHECK(parse_id_list("2147483648", &ids, &n) == -EINVAL);
+	CHECK(parse_id_list("1;2", &ids, &n) == -EINVAL);
+	CHECK(ids == NULL);
+
+	CHECK(parse_state_list("blocked", &mask) == 0 &&
+	      mask == 1U << TASKSTATE_BLOCKED);
+	CHECK(parse_state_list("RUNNING,Stopped", &mask) == 0 &&
+	      mask == (1U << TASKSTATE_RUNNING | 1U << TASKSTATE_STOPPED));
+	CHECK(parse_state_list("", &mask) == -EINVAL);
+	CHECK(parse_state_list("run", &mask) == -EINVAL);
+	CHECK(parse_state_list("blocked,", &mask) == -EINVAL);
+
+	CHECK(row_matches(&f, &r));
+	f.pids = (uint32_t[]){ 3, 7 };
+	f.npids = 2;
+	CHECK(row_matches(&f, &r));
+	f.npids = 1;
+	CHECK(!row_matches(&f, &r));
+	f.npids = 0;
+	f.tids = (uint32_t[]){ 7 };
+	f.ntids = 1;
+	CHECK(row_matches(&f, &r));
+	r.tid = 8;
+	CHECK(!row_matches(&f, &r));
+	r.tid = 7;
+	f.states = 1U << TASKSTATE_SLEEPING;
+	CHECK(!row_matches(&f, &r));
+	f.states |= 1U << TASKSTATE_BLOCKED;
+	CHECK(row_matches(&f, &r));
+	f.min_age_ns = 2500000000ULL;
+	CHECK(row_matches(&f, &r));
+	f.min_age_ns++;
+	CHECK(!row_matches(&f, &r));
+}
+
+static void test_sort(void)
+{
+	struct ts_row s[4] = {
+		{ .tid = 30, .d = { TASKSTATE_SLEEPING, 0, 500 } },
+		{ .tid = 10, .d = { TASKSTATE_RUNNING, 0, 100 } },
+		{ .tid = 40, .stuck = true, .d = { TASKSTATE_BLOCKED, 0, 900 } },
+		{ .tid = 20, .stuck = true, .d = { TASKSTATE_SLEEPING, 0, 2000 } },
+	};
+	static const struct {
+		const char *key;
+		uint32_t order[4];
+	} want[] = {
+		{ "tid", { 10, 20, 30, 40 } },
+		{ "age", { 20, 40, 30, 10 } },
+		{ "state", { 10, 20, 30, 40 } },
+		{ "stuck", { 20, 40, 10, 30 } },
+	};
+	size_t i, j;
+	int key;
+
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		key = parse_sort_key(want[i].key);
+		CHECK(key >= 0);
+		if (key < 0)
+			continue;
+		sort_rows(s, 4, key);
+		for (j = 0; j < 4; j++)
+			if (s[j].tid != want[i].order[j])
+				CHECK_STR(want[i].key, "(sorted)");
+	}
+	CHECK(parse_sort_key("AGE") == -EINVAL);
+	CHECK(parse_sort_key("") == -EINVAL);
 }
 
 /* The calls that reach the kernel, against stand-ins for the device. */
@@ -240,19 +413,34 @@ static void test_device_errors(void)
 	CHECK(taskstate_comm(0, comm, sizeof(comm)) == -ENOENT);
 }
 
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} tests[] = {
+	{ "decode", test_decode },
+	{ "state_names", test_state_names },
+	{ "parse_num", test_parse_num },
+	{ "json", test_json },
+	{ "table", test_table },
+	{ "print_json", test_print_json },
+	{ "durations", test_durations },
+	{ "selection", test_selection },
+	{ "sort", test_sort },
+	{ "device_errors", test_device_errors },
+};
+
 int main(void)
 {
-	test_decode();
-	test_state_names();
-	test_parse_num();
-	test_json();
-	test_table();
-	test_print_json();
-	test_device_errors();
-	if (failures) {
-		fprintf(stderr, "test_lib: %d check(s) failed\n", failures);
-		return 1;
+	int i, n = ARRAY_SIZE(tests), failed = 0, before;
+
+	printf("TAP version 13\n1..%d\n", n);
+	for (i = 0; i < n; i++) {
+		before = failures;
+		tests[i].fn();
+		failed += failures != before;
+		printf("%sok %d test_lib %s\n", failures != before ? "not " : "",
+		       i + 1, tests[i].name);
 	}
-	printf("test_lib: all checks passed\n");
-	return 0;
+	printf("# test_lib: %d passed, %d failed\n", n - failed, failed);
+	return failed ? 1 : 0;
 }

@@ -14,9 +14,11 @@
 #   TS_BIN         the test programs and the taskstate CLI
 #   TS_BIN32       optional: 32-bit builds of ts_abi, to run on a 64-bit kernel
 #   TS_OUT         a writable directory
+#   TS_DEB_DIR     optional: what scripts/deb-test.sh kept of the packages
+#                  (KVER/taskstate.ko, KVER/build-id.note, root/usr/...)
 #   TS_SECTIONS    optional: which sections to run (default: all, in order):
 #                  track_all track_none params review stuck torture busy
-#                  cycles lockdown
+#                  cycles deb lockdown
 
 n=0
 ok() { n=$((n + 1)); echo "ok $n $*"; }
@@ -250,6 +252,40 @@ section_cycles() {
 	check "50 load/unload cycles under load" test $fails -eq 0
 }
 
+# --- the module DKMS built from the taskstate-dkms package (deb-test) -----
+# Loaded as it is, and read with the packaged command and library.
+section_deb() {
+	kver=$(uname -r)
+	ko=${TS_DEB_DIR:-}/$kver/taskstate.ko
+	if [ -z "${TS_DEB_DIR:-}" ] || [ ! -f "$ko" ]; then
+		skip "package-built module" "no $ko (deb-test did not run)"
+		return
+	fi
+	root=$TS_DEB_DIR/root
+	lib=$(dirname "$(find "$root/usr/lib" -name 'libtaskstate.so.0' | head -n1)")
+	pcli() { LD_LIBRARY_PATH=$lib "$root/usr/bin/taskstate" "$@"; }
+	check "load the module dkms built from taskstate-dkms ($kver)" insmod "$ko"
+	check "the loaded module is that file (build-id)" \
+		cmp -s /sys/module/taskstate/notes/.note.gnu.build-id \
+		"$TS_DEB_DIR/$kver/build-id.note"
+	check "packaged taskstate runs with the packaged libtaskstate.so.0" \
+		sh -c "LD_LIBRARY_PATH=$lib ldd $root/usr/bin/taskstate | grep -q '$lib/libtaskstate.so.0'"
+	check "packaged taskstate info: ABI version 1, threads tracked" \
+		sh -c "LD_LIBRARY_PATH=$lib $root/usr/bin/taskstate info > $TS_OUT/deb-info.txt &&
+		       grep -qx 'abi_version: 1' $TS_OUT/deb-info.txt &&
+		       ! grep -qx 'nr_tracked: 0' $TS_OUT/deb-info.txt"
+	# init sleeps: one row, SLEEPING, AGE as a duration.
+	pcli show -p 1 > "$TS_OUT/deb-show.txt" 2>&1
+	sed 's/^/# /' "$TS_OUT/deb-show.txt"
+	check "packaged taskstate show -p 1: init SLEEPING" \
+		awk 'NR == 1 { h = ($4 == "SINCE" && $5 == "AGE") }
+		     NR == 2 { r = ($1 == 1 && $3 == "SLEEPING" && $5 ~ /^[0-9.]+[a-z]+([0-9][0-9][a-z])?$/) }
+		     END { exit !(h && r && NR == 2) }' "$TS_OUT/deb-show.txt"
+	check "debugfs table of the package-built module" \
+		sh -c 'head -n 2 /sys/kernel/debug/taskstate | grep -q "^ *1 "'
+	check "unload the package-built module" rmmod taskstate
+}
+
 # --- lockdown: last, it cannot be undone in this boot ----------------------
 section_lockdown() {
 	insmod "$TS_KO"
@@ -266,7 +302,7 @@ section_lockdown() {
 	check "unload under lockdown" rmmod taskstate
 }
 
-for section in ${TS_SECTIONS:-track_all track_none params review stuck torture busy cycles lockdown}; do
+for section in ${TS_SECTIONS:-track_all track_none params review stuck torture busy cycles deb lockdown}; do
 	"section_$section"
 done
 echo "# done: $n shell checks"

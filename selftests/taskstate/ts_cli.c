@@ -11,6 +11,9 @@
  * compared with what the module answers through libtaskstate (taskstate_sample()
  * and taskstate_info()) around the command's run.
  *
+ * Human-readable times are checked by parsing them back (parse_human()):
+ * each must be the module's time cut to the unit of its last digit.
+ *
  * Needs TS_BIN (the directory holding taskstate), the module loaded and
  * CAP_PERFMON.  Works with track_all=1 and 0, as a 64-bit binary and as a
  * 32-bit static one on a busybox-only guest.  "watch" runs on a pseudo-
@@ -271,6 +274,83 @@ static bool parse_row(const char *line, struct row *r)
 	       !strcmp(r->state, taskstate_state_name(taskstate_state_from_name(r->state)));
 }
 
+/*
+ * A duration as the command shows it (880ns 6.8us 12ms 1.9s 42s 3m12s
+ * 2h05m 3d04h): *ns gets its value, *step the unit of its last digit, so
+ * the true time t, cut to this, satisfies ns <= t < ns + step.
+ */
+static bool parse_human(const char *s, uint64_t *ns, uint64_t *step)
+{
+	static const struct {
+		const char *name;
+		uint64_t ns;
+	} units[] = {
+		{ "ns", 1 }, { "us", 1000 }, { "ms", NS_PER_MS },
+		{ "s", 1000 * NS_PER_MS }, { "m", 60000 * NS_PER_MS },
+		{ "h", 3600000 * NS_PER_MS }, { "d", 86400000 * NS_PER_MS },
+	};
+	unsigned long long a, b;
+	char u1[3], u2[3];
+	size_t i, j;
+	int end = 0;
+
+	/* Two parts: 3m12s, 2h05m, 3d04h. */
+	if (sscanf(s, "%llu%2[a-z]%2llu%2[a-z]%n", &a, u1, &b, u2, &end) == 4 &&
+	    !s[end]) {
+		for (i = 4; i < ARRAY_SIZE(units); i++)
+			if (!strcmp(u1, units[i].name) &&
+			    !strcmp(u2, units[i - 1].name) &&
+			    strlen(s) - strlen(u1) - strlen(u2) - 2 ==
+			    strcspn(s, "abcdefghijklmnopqrstuvwxyz") &&
+			    b < (i == 6 ? 24 : 60)) {
+				*step = units[i - 1].ns;
+				*ns = a * units[i].ns + b * *step;
+				return a > 0;
+			}
+		return false;
+	}
+	/* One part, with one decimal below ten: 880ns 6.8us 42s. */
+	if (sscanf(s, "%llu.%1llu%2[a-z]%n", &a, &b, u1, &end) == 3 && !s[end]) {
+		for (j = 1; j < 4; j++)
+			if (!strcmp(u1, units[j].name) && a >= 1 && a < 10) {
+				*step = units[j].ns / 10;
+				*ns = a * units[j].ns + b * *step;
+				return true;
+			}
+		return false;
+	}
+	end = 0;
+	if (sscanf(s, "%llu%2[a-z]%n", &a, u1, &end) == 2 && !s[end]) {
+		for (j = 0; j < 4; j++)
+			if (!strcmp(u1, units[j].name) && (!j || a >= 10)) {
+				*step = units[j].ns;
+				*ns = a * units[j].ns;
+				return true;
+			}
+	}
+	return false;
+}
+
+/* One row of show without --ns: TID TGID STATE SINCE AGE COMM. */
+struct hrow {
+	uint32_t tid, tgid;
+	char state[16], since[16], age[16];
+	char comm[64];
+};
+
+static bool parse_hrow(const char *line, struct hrow *r)
+{
+	int end = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (sscanf(line, "%" SCNu32 " %" SCNu32 " %15s %15s %15s %n",
+		   &r->tid, &r->tgid, r->state, r->since, r->age, &end) != 5 ||
+	    !end || !line[end])
+		return false;
+	snprintf(r->comm, sizeof(r->comm), "%s", line + end);
+	return true;
+}
+
 /* The table header: exactly the columns TID TGID STATE SINCE_NS AGE_NS COMM. */
 static bool is_table_header(const char *line)
 {
@@ -289,12 +369,12 @@ static bool is_table_header(const char *line)
 }
 
 /*
- * watch's first line: "taskstate HH:MM:SS  threads N  stuck S (> MS ms)",
+ * watch's first line: "taskstate HH:MM:SS  threads N  stuck S (> DURATION)",
  * then "  q: quit" when it reads keys.
  */
 struct watch_head {
 	unsigned int threads, stuck;
-	uint64_t stuck_ms;
+	char stuck_for[16];	/* the --stuck time, as a duration */
 	bool keys;
 };
 
@@ -304,9 +384,9 @@ static bool parse_watch_head(const char *line, struct watch_head *h)
 	int end = 0;
 
 	memset(h, 0, sizeof(*h));
-	if (sscanf(line, "taskstate %15[0-9:]  threads %u  stuck %u (> %"
-		   SCNu64 " ms)%n", when, &h->threads, &h->stuck, &h->stuck_ms,
-		   &end) != 4 || !end || strlen(when) != 8)
+	if (sscanf(line, "taskstate %15[0-9:]  threads %u  stuck %u (> %15[0-9.a-z])%n",
+		   when, &h->threads, &h->stuck, h->stuck_for, &end) != 4 ||
+	    !end || strlen(when) != 8)
 		return false;
 	h->keys = !strcmp(line + end, "  q: quit");
 	return h->keys || !line[end];
@@ -447,12 +527,12 @@ static const char *json_value(const char *p, int depth)
 	}
 }
 
-/* s is one JSON array and nothing else. */
-static bool json_is_array(const char *s)
+/* s is one JSON object, {"threads": [...]}, and nothing else. */
+static bool json_is_threads_object(const char *s)
 {
 	const char *p = json_ws(s), *end;
 
-	if (*p != '[')
+	if (*p != '{' || strncmp(json_ws(p + 1), "\"threads\": [", 12))
 		return false;
 	end = json_value(p, 0);
 	return end && !*json_ws(end);
@@ -628,7 +708,7 @@ TEST_F(cli, track_untrack)
 	EXPECT_EQ(0, ts_word_of(self->fd, pid));
 
 	/* Gone from the list too: show prints the header alone. */
-	run_cli(_metadata, self->cli, &r, "show", "-p", NUM(pid), NULL);
+	run_cli(_metadata, self->cli, &r, "show", "--ns", "-p", NUM(pid), NULL);
 	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
 	EXPECT_EQ(1, count_str(r.out.p, "\n")) RUN_LOG(&r);
 	EXPECT_TRUE(is_table_header(strtok(r.out.p, "\n"))) RUN_LOG(&r);
@@ -728,6 +808,26 @@ TEST_F(cli, bad_input)
 	expect_failure(_metadata, &r, EXIT_USAGE, "'0'");
 	run_free(&r);
 
+	run_cli(_metadata, self->cli, &r, "show", "--state", "running,nap", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'running,nap'");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "show", "--min-age", "soon", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'soon'");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "show", "-p", "1,,2", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'1,,2'");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "show", "-t", "0", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'0'");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "watch", "-o", "size", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'size'");
+	run_free(&r);
+
 	run_cli(_metadata, self->cli, &r, "frobnicate", NULL);
 	expect_failure(_metadata, &r, EXIT_USAGE, "'frobnicate'");
 	run_free(&r);
@@ -739,7 +839,7 @@ TEST_F(cli, bad_input)
 TEST_F(cli, help)
 {
 	static const char *const cmds[] = {
-		"track", "untrack", "show", "watch", "info",
+		"track", "untrack", "show", "watch", "top", "metrics", "info",
 	};
 	static const char *const flags[] = { "--help", "-h" };
 	char want[64];
@@ -772,6 +872,23 @@ TEST_F(cli, help)
 	run_free(&r);
 }
 
+TEST_F(cli, version)
+{
+	struct run r;
+
+	NEED_SETUP();
+	run_cli(_metadata, self->cli, &r, "--version", NULL);
+	EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_EQ(0, strncmp(r.out.p, "taskstate ", 10)) RUN_LOG(&r);
+	/* "taskstate X.Y.Z\n": digits and dots, one line. */
+	EXPECT_EQ(strlen(r.out.p) - 11, strspn(r.out.p + 10, "0123456789."))
+		RUN_LOG(&r);
+	EXPECT_TRUE(isdigit((unsigned char)r.out.p[10])) RUN_LOG(&r);
+	EXPECT_TRUE(ends_with(r.out.p, "\n")) RUN_LOG(&r);
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	run_free(&r);
+}
+
 /* --- show ------------------------------------------------------------------- */
 
 /* "show -p PID": the header and exactly one row, the module's word. */
@@ -784,7 +901,7 @@ static void check_show(struct __test_metadata *_metadata,
 	struct row row;
 	struct run r;
 
-	run_cli(_metadata, self->cli, &r, "show", "-p", NUM(pid), NULL);
+	run_cli(_metadata, self->cli, &r, "show", "--ns", "-p", NUM(pid), NULL);
 	ASSERT_EQ(w, ts_word_of(self->fd, pid)) TH_LOG("the word moved");
 	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
 	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
@@ -821,7 +938,7 @@ TEST_F(cli, show_all)
 	NEED_SETUP();
 	ws = settled_word(_metadata, self, self->sleeper, TASKSTATE_SLEEPING);
 	wt = settled_word(_metadata, self, self->stopped, TASKSTATE_STOPPED);
-	run_cli(_metadata, self->cli, &r, "show", NULL);
+	run_cli(_metadata, self->cli, &r, "show", "--ns", NULL);
 	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
 	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
 	p = r.out.p;
@@ -849,7 +966,7 @@ TEST_F(cli, show_all)
 }
 
 /*
- * "show -p PID --json": one array holding exactly the object of the
+ * "show -p PID --json": one object whose array holds exactly the object of the
  * child, in print_json()'s formatting, with the module's values.
  */
 static void check_json(struct __test_metadata *_metadata,
@@ -866,9 +983,9 @@ static void check_json(struct __test_metadata *_metadata,
 	ASSERT_EQ(w, ts_word_of(self->fd, pid)) TH_LOG("the word moved");
 	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
 	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
-	EXPECT_TRUE(json_is_array(r.out.p)) RUN_LOG(&r);
-	EXPECT_EQ(1, count_str(r.out.p, "{")) RUN_LOG(&r);
-	EXPECT_EQ(1, count_str(r.out.p, "}")) RUN_LOG(&r);
+	EXPECT_TRUE(json_is_threads_object(r.out.p)) RUN_LOG(&r);
+	EXPECT_EQ(2, count_str(r.out.p, "{")) RUN_LOG(&r);
+	EXPECT_EQ(2, count_str(r.out.p, "}")) RUN_LOG(&r);
 
 	snprintf(head, sizeof(head),
 		 "{\"tid\": %d, \"tgid\": %d, \"state\": \"%s\", "
@@ -880,7 +997,8 @@ static void check_json(struct __test_metadata *_metadata,
 	age = strtoull(obj + strlen(head), &end, 10);
 	ASSERT_TRUE(!errno && end != obj + strlen(head)) RUN_LOG(&r);
 	snprintf(want, sizeof(want),
-		 "[\n  %s%" PRIu64 ", \"comm\": \"%s\"}\n]\n", head, age, comm);
+		 "{\"threads\": [\n  %s%" PRIu64 ", \"comm\": \"%s\"}\n]}\n",
+		 head, age, comm);
 	EXPECT_STREQ(want, r.out.p);
 	EXPECT_LE(taskstate_age_ns(w, r.t0), age);
 	EXPECT_GE(taskstate_age_ns(w, r.t1), age);
@@ -901,13 +1019,248 @@ TEST_F(cli, show_json)
 	/* All threads: still one valid array, both children in it. */
 	run_cli(_metadata, self->cli, &r, "show", "--json", NULL);
 	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
-	EXPECT_TRUE(json_is_array(r.out.p)) RUN_LOG(&r);
+	EXPECT_TRUE(json_is_threads_object(r.out.p)) RUN_LOG(&r);
 	snprintf(want, sizeof(want), "{\"tid\": %d, \"tgid\": %d, ",
 		 self->sleeper, self->sleeper);
 	EXPECT_TRUE(strstr(r.out.p, want) != NULL) RUN_LOG(&r);
 	snprintf(want, sizeof(want), "{\"tid\": %d, \"tgid\": %d, ",
 		 self->stopped, self->stopped);
 	EXPECT_TRUE(strstr(r.out.p, want) != NULL) RUN_LOG(&r);
+	run_free(&r);
+}
+
+/*
+ * "show -p PID" without --ns: SINCE and AGE as durations, each the
+ * module's time cut to the unit of its last digit.
+ */
+static void check_show_human(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(cli) *self, pid_t pid,
+			     unsigned int state, const char *comm)
+{
+	uint64_t w = settled_word(_metadata, self, pid, state), v, step;
+	char *p, *line, *cols[6], copy[256], *save;
+	struct hrow row;
+	struct run r;
+	int i = 0;
+
+	run_cli(_metadata, self->cli, &r, "show", "-p", NUM(pid), NULL);
+	ASSERT_EQ(w, ts_word_of(self->fd, pid)) TH_LOG("the word moved");
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	/* A pipe: no colour. */
+	EXPECT_TRUE(memchr(r.out.p, 0x1b, r.out.len) == NULL) RUN_LOG(&r);
+	ASSERT_EQ(2, count_str(r.out.p, "\n")) RUN_LOG(&r);
+	p = r.out.p;
+	line = next_line(&p);
+	snprintf(copy, sizeof(copy), "%s", line);
+	for (cols[i] = strtok_r(copy, " ", &save); cols[i] && i < 5;
+	     cols[++i] = strtok_r(NULL, " ", &save))
+		;
+	ASSERT_EQ(5, i) TH_LOG("header: '%s'", line);
+	EXPECT_STREQ("SINCE", cols[3]);
+	EXPECT_STREQ("AGE", cols[4]);
+	line = next_line(&p);
+	ASSERT_TRUE(parse_hrow(line, &row)) TH_LOG("row: '%s'", line);
+	EXPECT_EQ(pid, row.tid);
+	EXPECT_STREQ(taskstate_state_name(state), row.state);
+	EXPECT_STREQ(comm, row.comm);
+	ASSERT_TRUE(parse_human(row.since, &v, &step)) TH_LOG("SINCE '%s'", row.since);
+	EXPECT_LE(v, taskstate_since_ns(w)) TH_LOG("SINCE '%s'", row.since);
+	EXPECT_GT(v + step, taskstate_since_ns(w)) TH_LOG("SINCE '%s'", row.since);
+	ASSERT_TRUE(parse_human(row.age, &v, &step)) TH_LOG("AGE '%s'", row.age);
+	EXPECT_LE(v, taskstate_age_ns(w, r.t1)) TH_LOG("AGE '%s'", row.age);
+	EXPECT_GT(v + step, taskstate_age_ns(w, r.t0)) TH_LOG("AGE '%s'", row.age);
+	run_free(&r);
+}
+
+TEST_F(cli, show_durations)
+{
+	NEED_SETUP();
+	check_show_human(_metadata, self, self->sleeper, TASKSTATE_SLEEPING,
+			 SLEEPER_COMM);
+	check_show_human(_metadata, self, self->stopped, TASKSTATE_STOPPED,
+			 STOPPED_COMM);
+}
+
+/* The tids of the rows "show --ns ARGS..." prints, in order, into tids. */
+static int show_tids(struct __test_metadata *_metadata, const char *cli,
+		     uint32_t *tids, int max, const char *a1, const char *a2,
+		     const char *a3, const char *a4)
+{
+	char *p, *line;
+	struct row row;
+	struct run r;
+	int n = 0;
+
+	run_cli(_metadata, cli, &r, "show", "--ns", a1, a2, a3, a4, NULL);
+	EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+	p = r.out.p;
+	line = next_line(&p);
+	EXPECT_TRUE(line && is_table_header(line)) RUN_LOG(&r);
+	while ((line = next_line(&p))) {
+		EXPECT_TRUE(parse_row(line, &row)) TH_LOG("row '%s'", line);
+		if (n < max)
+			tids[n] = row.tid;
+		n++;
+	}
+	run_free(&r);
+	return n;
+}
+
+/* -p with a list, -t, --state, --min-age, and all at once. */
+TEST_F(cli, show_selection)
+{
+	char both[48], limit[32], *p, *line;
+	uint32_t tids[8];
+	uint64_t ws, wt, age;
+	struct row row;
+	struct run r;
+	int status, n;
+
+	NEED_SETUP();
+	ws = settled_word(_metadata, self, self->sleeper, TASKSTATE_SLEEPING);
+	wt = settled_word(_metadata, self, self->stopped, TASKSTATE_STOPPED);
+	snprintf(both, sizeof(both), "%d,%d", self->stopped, self->sleeper);
+
+	ASSERT_EQ(2, show_tids(_metadata, self->cli, tids, 8, "-p", both,
+			       NULL, NULL));
+	EXPECT_EQ((uint32_t)(self->sleeper < self->stopped ? self->sleeper : self->stopped),
+		  tids[0]);
+	EXPECT_EQ(1, show_tids(_metadata, self->cli, tids, 8, "-t",
+			       NUM(self->stopped), NULL, NULL));
+	EXPECT_EQ((uint32_t)self->stopped, tids[0]);
+	EXPECT_EQ(1, show_tids(_metadata, self->cli, tids, 8, "-p", both,
+			       "--state", "stopped"));
+	EXPECT_EQ((uint32_t)self->stopped, tids[0]);
+	EXPECT_EQ(2, show_tids(_metadata, self->cli, tids, 8, "-p", both,
+			       "--state", "SLEEPING,stopped"));
+	EXPECT_EQ(0, show_tids(_metadata, self->cli, tids, 8, "-p", both,
+			       "--state", "blocked"));
+	/* Both have been in their state for less than an hour... */
+	EXPECT_EQ(0, show_tids(_metadata, self->cli, tids, 8, "-p", both,
+			       "--min-age", "1h"));
+	EXPECT_EQ(2, show_tids(_metadata, self->cli, tids, 8, "-p", both,
+			       "--min-age", "0"));
+	/*
+	 * --min-age between the two: the sleeper asleep for half a second
+	 * more than the stopped child has been stopped (stopped again now).
+	 * The command reads its "now" between r.t0 and r.t1: the sleeper,
+	 * old enough before, must be listed; the stopped child must not be
+	 * if it was still younger than the limit at r.t1.
+	 */
+	ts_sleep_ms(500);
+	ASSERT_EQ(0, kill(self->stopped, SIGCONT));
+	ASSERT_NE(0, ts_wait_state(self->fd, self->stopped, TASKSTATE_SLEEPING, 5000));
+	ASSERT_EQ(0, kill(self->stopped, SIGSTOP));
+	ASSERT_EQ(self->stopped, waitpid(self->stopped, &status, WUNTRACED));
+	ASSERT_NE(0, ts_wait_state(self->fd, self->stopped, TASKSTATE_STOPPED, 5000));
+	ws = settled_word(_metadata, self, self->sleeper, TASKSTATE_SLEEPING);
+	wt = settled_word(_metadata, self, self->stopped, TASKSTATE_STOPPED);
+	age = taskstate_age_ns(ws, taskstate_now_ns());
+	snprintf(limit, sizeof(limit), "%" PRIu64 "ns", age);
+	run_cli(_metadata, self->cli, &r, "show", "--ns", "-p", both,
+		"--min-age", limit, NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	p = r.out.p;
+	line = next_line(&p);
+	for (n = 0; (line = next_line(&p)); n++) {
+		ASSERT_TRUE(parse_row(line, &row)) TH_LOG("row '%s'", line);
+		tids[n % 8] = row.tid;
+	}
+	EXPECT_LE(1, n) RUN_LOG(&r);
+	EXPECT_EQ((uint32_t)self->sleeper, tids[0]) RUN_LOG(&r);
+	if (taskstate_age_ns(wt, r.t1) < age) {
+		EXPECT_EQ(1, n) RUN_LOG(&r);
+	} else {
+		TH_LOG("the stopped child aged past %s during the command: not checked",
+		       limit);
+	}
+	run_free(&r);
+
+	/* All at once: a thread must match every option. */
+	EXPECT_EQ(1, show_tids(_metadata, self->cli, tids, 8, "-t",
+			       NUM(self->sleeper), "-p", both));
+	EXPECT_EQ(0, show_tids(_metadata, self->cli, tids, 8, "-t",
+			       NUM(self->sleeper), "-p", NUM(self->stopped)));
+}
+
+/* watch -o: the order of the two children's rows, by each key. */
+TEST_F(cli, watch_sort)
+{
+	static const char *const keys[] = { "tid", "state", "age", "stuck" };
+	pid_t sl = self->sleeper, st = self->stopped;
+	uint32_t order[2];
+	uint64_t ws, wt;
+	char both[48];
+	size_t k;
+
+	NEED_SETUP();
+	ws = settled_word(_metadata, self, sl, TASKSTATE_SLEEPING);
+	wt = settled_word(_metadata, self, st, TASKSTATE_STOPPED);
+	snprintf(both, sizeof(both), "%d,%d", sl, st);
+	for (k = 0; k < ARRAY_SIZE(keys); k++) {
+		uint32_t want[2];
+		char *p, *line;
+		struct row row;
+		struct run r;
+		int nr, rows = 0;
+
+		switch (k) {
+		case 0:		/* tid */
+			want[0] = sl < st ? sl : st;
+			want[1] = sl < st ? st : sl;
+			break;
+		case 1:		/* state: SLEEPING (3) before STOPPED (5) */
+			want[0] = sl;
+			want[1] = st;
+			break;
+		default:	/* age, and stuck (both stuck at 0 ns): oldest first */
+			want[0] = taskstate_since_ns(ws) <= taskstate_since_ns(wt) ? sl : st;
+			want[1] = want[0] == (uint32_t)sl ? st : sl;
+			if (taskstate_since_ns(ws) == taskstate_since_ns(wt))
+				continue;
+		}
+		run_cli(_metadata, self->cli, &r, "watch", "--ns", "-n", "1",
+			"-s", "0", "-o", keys[k], "-p", both, NULL);
+		ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+		p = r.out.p;
+		for (nr = 0; (line = next_line(&p)); nr++) {
+			if (nr < 3)
+				continue;
+			ASSERT_TRUE(parse_row(line + 2, &row)) TH_LOG("line '%s'", line);
+			if (rows < 2)
+				order[rows] = row.tid;
+			rows++;
+		}
+		ASSERT_EQ(2, rows) RUN_LOG(&r);
+		EXPECT_EQ(want[0], order[0]) TH_LOG("-o %s", keys[k]);
+		EXPECT_EQ(want[1], order[1]) TH_LOG("-o %s", keys[k]);
+		run_free(&r);
+	}
+	EXPECT_EQ(ws, ts_word_of(self->fd, sl));
+	EXPECT_EQ(wt, ts_word_of(self->fd, st));
+}
+
+/* watch -d: the delay between two refreshes, with and without a unit. */
+TEST_F(cli, watch_delay)
+{
+	static const char *const delays[] = { "0.3", "300ms" };
+	struct run r;
+	size_t i;
+
+	NEED_SETUP();
+	for (i = 0; i < ARRAY_SIZE(delays); i++) {
+		run_cli(_metadata, self->cli, &r, "watch", "-n", "2", "-d",
+			delays[i], "-p", NUM(self->sleeper), NULL);
+		ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+		EXPECT_EQ(2, count_str(r.out.p, "taskstate ")) RUN_LOG(&r);
+		/* One delay between the refreshes, well under the default 1 s. */
+		EXPECT_LE(280 * NS_PER_MS, r.t1 - r.t0) TH_LOG("-d %s", delays[i]);
+		run_free(&r);
+	}
+	run_cli(_metadata, self->cli, &r, "watch", "-n", "1", "-d", "1x", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'1x'");
 	run_free(&r);
 }
 
@@ -994,7 +1347,7 @@ TEST_F(cli, watch_pipe)
 
 	NEED_SETUP();
 	w = settled_word(_metadata, self, pid, TASKSTATE_SLEEPING);
-	run_cli(_metadata, self->cli, &r, "watch", "--count", "2", "-p",
+	run_cli(_metadata, self->cli, &r, "watch", "--ns", "--count", "2", "-p",
 		NUM(pid), NULL);
 	ASSERT_EQ(w, ts_word_of(self->fd, pid)) TH_LOG("the word moved");
 	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
@@ -1020,7 +1373,7 @@ TEST_F(cli, watch_pipe)
 			ASSERT_TRUE(parse_watch_head(line, &head))
 				TH_LOG("line '%s'", line);
 			EXPECT_EQ(1, head.threads);
-			EXPECT_EQ(1000, head.stuck_ms);
+			EXPECT_STREQ("1.0s", head.stuck_for);
 			EXPECT_FALSE(head.keys);
 			break;
 		case 1:
@@ -1073,7 +1426,7 @@ TEST_F(cli, watch_mapped_and_no_map_agree)
 	NEED_SETUP();
 	w = settled_word(_metadata, self, pid, TASKSTATE_SLEEPING);
 	for (i = 0; i < 2; i++) {
-		run_cli(_metadata, self->cli, &r, "watch", "--count", "1", "-p",
+		run_cli(_metadata, self->cli, &r, "watch", "--ns", "--count", "1", "-p",
 			NUM(pid), extra[i], NULL);
 		ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
 		EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
@@ -1345,7 +1698,7 @@ static uint64_t asleep_for(struct __test_metadata *_metadata,
 enum watch_end { END_Q, END_CTRL_C, END_SIGINT };
 
 /*
- * watch -p SLEEPER --interval 100 --stuck stuck_ms on a pty: it redraws,
+ * watch -p SLEEPER -d 100ms --stuck stuck_ms --ns on a pty: it redraws,
  * shows the sleeper (stuck or not), goes raw, and on the end asked for
  * exits with 0 within 2 s leaving the terminal as it found it.
  */
@@ -1355,8 +1708,8 @@ static void check_watch_tty(struct __test_metadata *_metadata,
 {
 	pid_t pid = self->sleeper, cli;
 	char stuck_arg[24], pid_arg[24];
-	char *argv[] = { "taskstate", "watch", "-p", pid_arg, "--interval",
-			 "100", "--stuck", stuck_arg, NULL };
+	char *argv[] = { "taskstate", "watch", "-p", pid_arg, "-d",
+			 "100ms", "--stuck", stuck_arg, "--ns", NULL };
 	struct termios before, during, after;
 	struct buf out = { 0 };
 	struct run span;	/* the times watch ran between */
@@ -1432,7 +1785,7 @@ static void check_watch_tty(struct __test_metadata *_metadata,
 	ASSERT_TRUE(parse_screen(out.p, pid, &s)) TH_LOG("%s", out.p);
 	EXPECT_LE(3, s.redraws) TH_LOG("%d redraws", s.redraws);
 	EXPECT_EQ(1, s.head.threads);
-	EXPECT_EQ(stuck_ms, s.head.stuck_ms);
+	EXPECT_STREQ(stuck_ms < 300 ? "200ms" : "10m00s", s.head.stuck_for);
 	EXPECT_TRUE(s.head.keys);
 	EXPECT_EQ(1, s.counted);
 	EXPECT_EQ(1, s.count[TASKSTATE_SLEEPING]);
@@ -1470,6 +1823,58 @@ TEST_F_TIMEOUT(cli, watch_tty_sigint, 60)
 {
 	NEED_SETUP();
 	check_watch_tty(_metadata, self, 200, END_SIGINT);
+}
+
+/*
+ * "show -p STOPPED" on a terminal: the state name in colour (STOPPED is
+ * yellow), unless NO_COLOR is set and not empty; never in a pipe
+ * (show_durations, watch_pipe check that).
+ */
+static void show_on_pty(struct __test_metadata *_metadata,
+			FIXTURE_DATA(cli) *self, const char *no_color,
+			struct buf *out)
+{
+	char pid_arg[24];
+	char *argv[] = { "taskstate", "show", "-p", pid_arg, NULL };
+	struct pty t;
+	pid_t cli;
+	int status;
+
+	snprintf(pid_arg, sizeof(pid_arg), "%d", self->stopped);
+	buf_add(out, "", 0);
+	pty_open(_metadata, &t);
+	if (no_color)
+		setenv("NO_COLOR", no_color, 1);
+	else
+		unsetenv("NO_COLOR");
+	cli = pty_start(self->cli, &t, argv);
+	unsetenv("NO_COLOR");
+	ASSERT_LT(0, cli);
+	status = pty_wait_exit(cli, t.master, out, 10000);
+	pty_close(&t);
+	EXPECT_EQ(EXIT_OK, status_code(status)) TH_LOG("%s", out->p);
+	EXPECT_TRUE(strstr(out->p, "STOPPED") != NULL) TH_LOG("%s", out->p);
+}
+
+TEST_F_TIMEOUT(cli, show_color, 60)
+{
+	static const char *const settings[] = { NULL, "", "1" };
+	size_t i;
+
+	NEED_SETUP();
+	for (i = 0; i < ARRAY_SIZE(settings); i++) {
+		struct buf out = { 0 };
+		bool color = !settings[i] || !*settings[i];
+		const char *shown = settings[i] ? settings[i] : "(unset)";
+
+		show_on_pty(_metadata, self, settings[i], &out);
+		EXPECT_EQ(color, strstr(out.p, "\033[33mSTOPPED") != NULL)
+			TH_LOG("NO_COLOR '%s':\n%s", shown, out.p);
+		/* No colour at all with NO_COLOR, and nothing else either. */
+		if (!color)
+			EXPECT_TRUE(strchr(out.p, 0x1b) == NULL) TH_LOG("%s", out.p);
+		buf_free(&out);
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -519,7 +519,7 @@ TEST_F(totals, top_json_shows_where_the_interval_went)
 	ASSERT_EQ(0, spinner_start(&idle, 0, -1));
 	ASSERT_EQ(1, write(spin.go[1], "x", 1));
 	ts_sleep_ms(50);
-	snprintf(args, sizeof(args), "top --json -n 2 -d 400 -p %d", getpid());
+	snprintf(args, sizeof(args), "top --json -n 2 -d 0.4 -p %d", getpid());
 	f = cli(args);
 	ASSERT_TRUE(f != NULL);
 	while (fgets(line, sizeof(line), f)) {
@@ -558,7 +558,7 @@ TEST_F(totals, top_table_in_a_pipe)
 
 	if (!getenv("TS_BIN"))
 		SKIP(return, "TS_BIN (the taskstate command's directory) not set");
-	snprintf(args, sizeof(args), "top -n 2 -d 200 -s sleep -p %d", getpid());
+	snprintf(args, sizeof(args), "top -n 2 -d 0.2 -o sleep -p %d", getpid());
 	f = cli(args);
 	ASSERT_TRUE(f != NULL);
 	while (fgets(line, sizeof(line), f)) {
