@@ -217,6 +217,7 @@ struct spinner {
 	unsigned int ms;
 	int cpu;		/* -1: no pinning */
 	bool sleeps;		/* the round is a nanosleep, not a spin */
+	int stop;		/* set: cut a spin short */
 };
 
 static void *spinner_main(void *arg)
@@ -234,7 +235,8 @@ static void *spinner_main(void *arg)
 			ts_sleep_ms(s->ms);
 			continue;
 		}
-		while (taskstate_now_ns() < end)
+		while (taskstate_now_ns() < end &&
+		       !__atomic_load_n(&s->stop, __ATOMIC_RELAXED))
 			;
 	}
 	return NULL;
@@ -256,6 +258,7 @@ static int spinner_start(struct spinner *s, unsigned int ms, int cpu)
 
 static void spinner_stop(struct spinner *s)
 {
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
 	close(s->go[1]);
 	pthread_join(s->th, NULL);
 	close(s->go[0]);
@@ -515,7 +518,8 @@ TEST_F(totals, top_json_shows_where_the_interval_went)
 
 	if (!getenv("TS_BIN"))
 		SKIP(return, "TS_BIN (the taskstate command's directory) not set");
-	ASSERT_EQ(0, spinner_start(&spin, 3000, -1));
+	/* Spinning until stopped, however slow top is to start and run. */
+	ASSERT_EQ(0, spinner_start(&spin, 600000, -1));
 	ASSERT_EQ(0, spinner_start(&idle, 0, -1));
 	ASSERT_EQ(1, write(spin.go[1], "x", 1));
 	ts_sleep_ms(50);
