@@ -22,7 +22,9 @@
  * index is a hint read and written relaxed, checked against the entry's
  * tid by the mapping's own read protocol.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -39,6 +41,7 @@
 #include "adaptive_mutex.h"
 
 uint64_t amutex_spin_max_ns = 100000;
+uint64_t amutex_dead_check_ns = 50000000;
 
 /* The process's mapping; entries is NULL when the mutexes run plain. */
 static struct taskstate_mapping map;
@@ -190,7 +193,8 @@ static inline void publish(struct amutex *m)
 static int lock_slow(struct amutex *m, uint32_t tid)
 {
 	const struct timespec dead_check = {
-		.tv_nsec = AMUTEX_DEAD_CHECK_MS * 1000000L,
+		.tv_sec = amutex_dead_check_ns / 1000000000u,
+		.tv_nsec = amutex_dead_check_ns % 1000000000u,
 	};
 	uint32_t v, want = tid, owner;
 	bool spun = false, spin_over = false, check_dead = false;
@@ -250,9 +254,12 @@ static int lock_slow(struct amutex *m, uint32_t tid)
 			v |= AMUTEX_WAITERS;
 		}
 		self.stats.sleeps++;
-		ret = futex(&m->word, FUTEX_WAIT, v, &dead_check);
-		if (ret && errno == ETIMEDOUT)
+		ret = futex(&m->word, FUTEX_WAIT, v,
+			    amutex_dead_check_ns ? &dead_check : NULL);
+		if (ret && errno == ETIMEDOUT) {
+			self.stats.timeouts++;
 			check_dead = true;
+		}
 		/* Woken (or not): others may still sleep; spin afresh. */
 		want = tid | AMUTEX_WAITERS;
 		spins = 0;

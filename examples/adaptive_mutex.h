@@ -18,7 +18,7 @@
  *
  * An owner that exits while holding the lock: the next waiter that sees it
  * gone (its entry DEAD in the mapping, or, at the latest, when its futex
- * wait times out every AMUTEX_DEAD_CHECK_MS, tgkill() answering ESRCH or
+ * wait times out every amutex_dead_check_ns, tgkill() answering ESRCH or
  * /proc showing a zombie) takes the lock over and gets EOWNERDEAD, as with
  * a robust pthread mutex; the caller then owns the lock and must make the
  * data it protects consistent.  Undetected: a dead owner whose tid was
@@ -33,7 +33,6 @@
 #define AMUTEX_WAITERS		0x80000000U
 #define AMUTEX_TID_MASK		0x3fffffffU
 #define AMUTEX_NO_INDEX		0xffffffffU	/* TASKSTATE_LOCATE_NONE */
-#define AMUTEX_DEAD_CHECK_MS	50
 
 struct amutex {
 	uint32_t word;		/* 0, or owner tid | AMUTEX_WAITERS */
@@ -60,6 +59,13 @@ int amutex_setup(unsigned int flags);
 /* Longest a waiter spins in one go before it sleeps; default 100 us. */
 extern uint64_t amutex_spin_max_ns;
 
+/*
+ * How long a waiter sleeps in the futex before it checks whether the
+ * owner still lives; default 50 ms.  0: no timeout (a dead owner is then
+ * found only through the mapping, while its entry reads DEAD).
+ */
+extern uint64_t amutex_dead_check_ns;
+
 void amutex_init(struct amutex *m);
 
 /* 0, or EOWNERDEAD: the owner died holding it, the caller now owns it. */
@@ -76,6 +82,7 @@ struct amutex_stats {
 	uint64_t fast;		/* taken at once */
 	uint64_t spun;		/* taken after spinning, without sleeping */
 	uint64_t sleeps;	/* futex waits */
+	uint64_t timeouts;	/* futex waits ended by amutex_dead_check_ns */
 	uint64_t spin_limit;	/* spins cut short by amutex_spin_max_ns */
 	uint64_t unknown;	/* waits with the owner's state unreadable */
 	uint64_t owner_dead;	/* EOWNERDEAD returned */

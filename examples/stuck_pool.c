@@ -13,7 +13,9 @@
  * was reported, 1 otherwise, 2 if the mapping cannot be had.  With the
  * module's track_all=0 the workers TRACK themselves first.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
