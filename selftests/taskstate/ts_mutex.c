@@ -92,7 +92,7 @@ static void add_stats(struct amutex_stats *sum, const struct amutex_stats *s)
 static void *stress_thread(void *arg)
 {
 	struct stress *s = arg;
-	unsigned int i;
+	unsigned int i, k;
 	int ret = 0;
 
 	for (i = 0; i < STRESS_ITERS; i++) {
@@ -100,6 +100,9 @@ static void *stress_thread(void *arg)
 		if (__atomic_fetch_add(&s->inside, 1, __ATOMIC_RELAXED))
 			__atomic_add_fetch(&s->overlaps, 1, __ATOMIC_RELAXED);
 		s->counter++;
+		/* Long enough for the owner to be seen, and preempted. */
+		for (k = 0; k < 500; k++)
+			__asm__ __volatile__("" ::: "memory");
 		/* Now and then an owner that leaves the CPU: waiters sleep. */
 		if (!(i % 64))
 			sched_yield();
