@@ -182,10 +182,11 @@ def mutex_section(run, quick, w, targets):
       "repetitions of the ratio within the repetition (side by side on "
       "the shared host).  The amutex's waiters read owners through the "
       f"mapping: {'yes' if mapped == {'1'} else 'NO (' + str(mapped) + ')'}; "
-      "spun and slept: per acquisition.\n")
+      "(a)'s acquisitions after a spin, futex sleeps, and spins cut "
+      "short by its 100 us bound: per acquisition.\n")
     if mapped != {"1"}:
         problems.append("mutex: the adaptive mutex ran without the mapping")
-    w("| threads | cs | lock | ops/s | p99 acquire (ns) | p50 (ns) | (a)/this ops/s | this/(a) p99 | (a) spun, slept |")
+    w("| threads | cs | lock | ops/s | p99 acquire (ns) | p50 (ns) | (a)/this ops/s | this/(a) p99 | (a) spun, slept, spin cut |")
     w("|---|---|---|---|---|---|---|---|---|")
     summary = {}
     for t, cs in cases:
@@ -210,7 +211,8 @@ def mutex_section(run, quick, w, targets):
             extra = ""
             if lk == "amutex":
                 extra = (f"{med([float(r['spun_per_op']) for r in d.values()]):.3f}, "
-                         f"{med([float(r['sleeps_per_op']) for r in d.values()]):.3f}")
+                         f"{med([float(r['sleeps_per_op']) for r in d.values()]):.3f}, "
+                         f"{med([float(r.get('spin_limit_per_op', 'nan')) for r in d.values()]):.3f}")
             ratio = "1" if lk == "amutex" else (
                 f"{summary[(t, cs, lk)][0]:.2f} [{summary[(t, cs, lk)][1]:.2f}-"
                 f"{summary[(t, cs, lk)][2]:.2f}]")
@@ -329,6 +331,9 @@ def main():
 
     henv = read_env(os.path.join(run, "host/env.txt"))
     genv = read_env(os.path.join(run, "vm/guest-env.txt"))
+    if args.only == "mutex":
+        return mutex_only_report(args, run, out, henv, genv,
+                                 henv.get("quick") == "1")
     runs = read_csv(os.path.join(run, "vm/runs.csv"))
     probe = read_csv(os.path.join(run, "vm/probe.csv"))
     readers = read_csv(os.path.join(run, "vm/readers.csv"))
@@ -340,8 +345,6 @@ def main():
     hreaders = {row["test"]: float(row["median_ns"])
                 for row in read_csv(os.path.join(run, "host/readers.csv"))}
     quick = henv.get("quick") == "1"
-    if args.only == "mutex":
-        return mutex_only_report(args, run, out, henv, genv, quick)
 
     # ---- raw runs: data[bench][config] = {round: value} ----
     # The host's contention log: (time, QEMU processes running).

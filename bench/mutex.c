@@ -3,7 +3,7 @@
  * Scenario 6 of `make bench`: the adaptive mutex of examples/ against
  * glibc's mutexes and a spin lock, and the cost of taskstate_stuck_check().
  *
- *   mutex [--quick] [--csv FILE] [--threads 4,8] [--ms 1000] [--reps 5]
+ *   mutex [--quick] [--csv FILE] [--threads 4,8] [--ms 300] [--reps 15]
  *         [--stuck N]
  *
  * Locks: amutex (examples/adaptive_mutex.c; "mapped" in the CSV says
@@ -23,7 +23,8 @@
  * (one SAMPLE ioctl for all) for comparison.
  *
  * CSV rows: lock,threads,cs,rep,ops_per_s,p50_ns,p99_ns,acquires,
- * spun_per_op,sleeps_per_op,mapped and stuck,N,...: see main().
+ * spun_per_op,sleeps_per_op,spin_limit_per_op,mapped and stuck,N,...: see
+ * main().
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -186,7 +187,7 @@ static void run_case(FILE *csv, enum lock_kind kind, unsigned int nthreads,
 		     int mapped)
 {
 	static struct worker w[MAX_THREADS];
-	unsigned long total = 0, samples = 0, spun = 0, sleeps = 0, i, k;
+	unsigned long total = 0, samples = 0, spun = 0, sleeps = 0, limit = 0, i, k;
 	uint64_t t0, t1;
 	double ops;
 
@@ -222,15 +223,16 @@ static void run_case(FILE *csv, enum lock_kind kind, unsigned int nthreads,
 		total += w[i].n;
 		spun += w[i].st.spun;
 		sleeps += w[i].st.sleeps;
+		limit += w[i].st.spin_limit;
 	}
 	qsort(all_lat, samples, sizeof(*all_lat), cmp_u32);
 	ops = total * 1e9 / (t1 - t0);
-	fprintf(csv, "%s,%u,%s,%d,%.0f,%u,%u,%lu,%.3f,%.3f,%d\n",
+	fprintf(csv, "%s,%u,%s,%d,%.0f,%u,%u,%lu,%.3f,%.3f,%.3f,%d\n",
 		lock_names[kind], nthreads, cs->name, rep, ops,
 		samples ? all_lat[samples / 2] : 0,
 		samples ? all_lat[samples * 99 / 100] : 0, total,
 		total ? (double)spun / total : 0, total ? (double)sleeps / total : 0,
-		kind == L_AMUTEX ? mapped : -1);
+		total ? (double)limit / total : 0, kind == L_AMUTEX ? mapped : -1);
 	fflush(csv);
 	printf("%-12s T=%-2u %-5s rep %d: %10.0f ops/s  p50 %8u ns  p99 %9u ns\n",
 	       lock_names[kind], nthreads, cs->name, rep, ops,
@@ -315,7 +317,7 @@ static int bench_stuck(FILE *csv, unsigned int n, unsigned int reps)
 
 int main(int argc, char **argv)
 {
-	unsigned int threads[8] = { 4, 8 }, nthr = 2, ms = 1000, reps = 5;
+	unsigned int threads[8] = { 4, 8 }, nthr = 2, ms = 300, reps = 15;
 	unsigned int stuck_n = 0, i, t, c, r;
 	pthread_mutexattr_t a;
 	FILE *csv = NULL;
@@ -366,7 +368,7 @@ int main(int argc, char **argv)
 		return 1;
 	printf("# mutex: nproc %ld, amutex mapped %d, %.3f loops/ns, %u ms per run, %u reps\n",
 	       sysconf(_SC_NPROCESSORS_ONLN), mapped, loops_per_ns, ms, reps);
-	fprintf(csv, "lock,threads,cs,rep,ops_per_s,p50_ns,p99_ns,acquires,spun_per_op,sleeps_per_op,mapped\n");
+	fprintf(csv, "lock,threads,cs,rep,ops_per_s,p50_ns,p99_ns,acquires,spun_per_op,sleeps_per_op,spin_limit_per_op,mapped\n");
 	for (r = 0; r < reps; r++)
 		for (t = 0; t < nthr; t++)
 			for (c = 0; c < sizeof(cs_kinds) / sizeof(cs_kinds[0]); c++)
