@@ -39,6 +39,7 @@
 #include "adaptive_mutex.h"
 
 #define MAX_THREADS	16
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define MAX_SAMPLES	(1 << 20)	/* per thread */
 
 enum lock_kind { L_AMUTEX, L_PTHREAD, L_ADAPTIVE, L_SPIN, NR_LOCKS };
@@ -62,7 +63,7 @@ static pthread_mutex_t pm, pm_adaptive;
 static int spin_word;
 static int stop;
 static pthread_barrier_t start_barrier;
-static volatile unsigned long shared_counter;
+static unsigned long shared_counter;	/* written under the lock */
 
 struct worker {
 	pthread_t th;
@@ -345,7 +346,8 @@ int main(int argc, char **argv)
 					p++;
 			}
 		} else {
-			fprintf(stderr, "usage: mutex [--quick] [--csv FILE] [--threads 4,8] [--ms MS] [--reps N] [--stuck N]\n");
+			fprintf(stderr, "usage: mutex [--quick] [--csv FILE] [--threads 4,8]"
+				" [--ms MS] [--reps N] [--stuck N]\n");
 			return 2;
 		}
 	}
@@ -368,15 +370,17 @@ int main(int argc, char **argv)
 		return 1;
 	printf("# mutex: nproc %ld, amutex mapped %d, %.3f loops/ns, %u ms per run, %u reps\n",
 	       sysconf(_SC_NPROCESSORS_ONLN), mapped, loops_per_ns, ms, reps);
-	fprintf(csv, "lock,threads,cs,rep,ops_per_s,p50_ns,p99_ns,acquires,spun_per_op,sleeps_per_op,spin_limit_per_op,mapped\n");
+	fprintf(csv, "lock,threads,cs,rep,ops_per_s,p50_ns,p99_ns,acquires,"
+		"spun_per_op,sleeps_per_op,spin_limit_per_op,mapped\n");
 	for (r = 0; r < reps; r++)
 		for (t = 0; t < nthr; t++)
-			for (c = 0; c < sizeof(cs_kinds) / sizeof(cs_kinds[0]); c++)
+			for (c = 0; c < ARRAY_SIZE(cs_kinds); c++)
 				for (i = 0; i < NR_LOCKS; i++)
 					run_case(csv, (i + r + t + c) % NR_LOCKS, threads[t],
 						 &cs_kinds[c], r + 1, ms, mapped);
 	if (stuck_n) {
-		fprintf(csv, "stuck,threads,located,stuck,check_ns_per_thread,sample_ns_per_thread,iters,reps\n");
+		fprintf(csv, "stuck,threads,located,stuck,check_ns_per_thread,"
+			"sample_ns_per_thread,iters,reps\n");
 		ret = bench_stuck(csv, stuck_n, quick ? 3 : 11);
 	}
 	return ret;

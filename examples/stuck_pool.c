@@ -5,12 +5,14 @@
  * and the supervisor checks all of them every period from the mapping,
  * without a system call per worker.
  *
- *   stuck_pool [WORKERS [THRESHOLD_MS [SECONDS]]]
+ *   stuck_pool [WORKERS [THRESHOLD_MS [SECONDS]]]   (4 200 3)
  *
- * The workers compute, except worker 1, which after a while blocks on a
+ * The workers compute, except worker 1, which after 100 ms blocks on a
  * pipe nobody writes to (SLEEPING), as a worker waiting for a lost reply
- * would.  Prints each stuck worker once; exits 0 if worker 1 and only it
- * was reported, 1 otherwise, 2 if the mapping cannot be had.  With the
+ * would.  The supervisor checks every 100 ms for SECONDS at most (5
+ * periods more once worker 1 was found).  Prints each stuck worker once;
+ * exits 0 if worker 1 and only it was reported, 1 otherwise, 2 if the
+ * mapping cannot be had.  With the
  * module's track_all=0 the workers TRACK themselves first.
  */
 #ifndef _GNU_SOURCE
@@ -35,11 +37,20 @@ static int pipe_fds[2];
 static struct taskstate_location where[MAX_WORKERS];
 static int ready;
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
 static void *worker(void *arg)
 {
 	unsigned int i = (uintptr_t)arg;
 	struct taskstate_location l = { .tid = syscall(SYS_gettid) };
-	volatile unsigned long spin = 0;
+	uint64_t block_at = mono_ns() + 100000000;
+	unsigned long spin = 0;
 	char c;
 
 	/* Locate once; TRACK first if the module tracks only what it is told. */
@@ -50,12 +61,13 @@ static void *worker(void *arg)
 	__atomic_add_fetch(&ready, 1, __ATOMIC_RELEASE);
 
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		if (i == 1 && spin > 1000000) {
+		if (i == 1 && !(spin & 1023) && mono_ns() > block_at) {
 			/* The stuck one: waits for a byte that never comes. */
 			if (read(pipe_fds[0], &c, 1) <= 0)
 				break;
 		}
 		spin++;
+		__asm__ __volatile__("" ::: "memory");	/* work, of a kind */
 	}
 	return NULL;
 }
@@ -71,12 +83,12 @@ int main(int argc, char **argv)
 {
 	unsigned int nr = argc > 1 ? atoi(argv[1]) : 4;
 	unsigned int threshold_ms = argc > 2 ? atoi(argv[2]) : 200;
-	unsigned int seconds = argc > 3 ? atoi(argv[3]) : 2;
+	unsigned int seconds = argc > 3 ? atoi(argv[3]) : 3;
 	struct taskstate_stuck found[MAX_WORKERS];
 	bool reported[MAX_WORKERS] = { false };
 	struct taskstate_mapping m;
 	pthread_t th[MAX_WORKERS];
-	unsigned int i, t, bad = 0;
+	unsigned int i, t, bad = 0, left = ~0U;
 	int n, ret;
 
 	if (nr < 2 || nr > MAX_WORKERS) {
@@ -84,9 +96,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	dev_fd = taskstate_open();
-	if (dev_fd < 0 || (ret = taskstate_mapping_open(dev_fd, &m))) {
-		fprintf(stderr, "stuck_pool: no mapping: %s\n",
-			strerror(dev_fd < 0 ? -dev_fd : -ret));
+	ret = dev_fd < 0 ? dev_fd : taskstate_mapping_open(dev_fd, &m);
+	if (ret) {
+		fprintf(stderr, "stuck_pool: no mapping: %s\n", strerror(-ret));
 		return 2;
 	}
 	if (pipe(pipe_fds))
@@ -97,7 +109,7 @@ int main(int argc, char **argv)
 		sleep_ms(1);
 
 	/* The supervisor loop: one call per period for the whole pool. */
-	for (t = 0; t < seconds * 10; t++) {
+	for (t = 0; t < seconds * 10 && left; t++, left--) {
 		sleep_ms(100);
 		n = taskstate_stuck_check(&m, where, nr, threshold_ms * 1000000ULL,
 					  0, found, MAX_WORKERS, NULL);
@@ -111,6 +123,8 @@ int main(int argc, char **argv)
 			       taskstate_state_name(found[i].state),
 			       (unsigned long long)(found[i].age_ns / 1000000));
 			bad += w != 1;
+			if (w == 1)
+				left = 5;
 		}
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);

@@ -56,7 +56,7 @@ section_track_all() {
 	run "$TS_BIN/ts_mutex"
 	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_mutex"
 	check "examples/stuck_pool finds its stuck worker" \
-		"$TS_BIN/stuck_pool" 4 200 2
+		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_bpftrace"
 	run "$TS_BIN/ts_review" info_counts_are_system_wide_in_child_pidns \
 		churn_occupancy
@@ -74,7 +74,7 @@ section_track_none() {
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
 	run "$TS_BIN/ts_mutex"
 	check "examples/stuck_pool finds its stuck worker (track_all=0)" \
-		"$TS_BIN/stuck_pool" 4 200 2
+		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_review" untrack_process_racing_clone \
 		info_counts_are_system_wide_in_child_pidns
 	check "unload (track_all=0)" rmmod taskstate
