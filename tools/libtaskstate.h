@@ -161,8 +161,8 @@ struct taskstate_stuck {
 /*
  * Fill out[0..max_out-1] with the stuck threads among l[0..n-1], in the
  * order of l.  Returns how many are stuck (more than max_out if out was
- * too small); *nr_gone, if not NULL, gets how many locations no longer
- * name their thread (exited or untracked: locate them again).
+ * too small); *nr_gone, if not NULL, gets how many locations do not
+ * name their thread (exited, untracked, or never found: locate again).
  */
 int taskstate_stuck_check(const struct taskstate_mapping *m,
 			  const struct taskstate_location *l, uint32_t n,
