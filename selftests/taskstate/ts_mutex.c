@@ -140,6 +140,8 @@ TEST_F_TIMEOUT(mx, stress_exclusion_counter_no_lost_wakeup, WATCHDOG_S + 30)
 	EXPECT_EQ((unsigned long)STRESS_THREADS * STRESS_ITERS, s.counter);
 	EXPECT_EQ(0, s.m.word);
 	EXPECT_EQ(0, s.sum.timeouts);
+	/* The premise: waiters did sleep, so wakeups were needed. */
+	EXPECT_LT(0, s.sum.sleeps);
 	EXPECT_EQ(0, s.sum.owner_dead);
 	if (!self->mapped) {
 		EXPECT_EQ(0, s.sum.spun);
