@@ -190,6 +190,40 @@ static inline void publish(struct amutex *m)
 		__atomic_store_n(&m->owner_index, self.index, __ATOMIC_RELAXED);
 }
 
+/* How long a waiter may spin on m now: see AMUTEX_SPIN_MIN_NS. */
+static uint64_t spin_bound(const struct amutex *m)
+{
+	uint64_t est = __atomic_load_n(&m->spin_ns, __ATOMIC_RELAXED), b;
+
+	if (!est)
+		return amutex_spin_max_ns;
+	b = 4 * est;
+	if (b < AMUTEX_SPIN_MIN_NS)
+		b = AMUTEX_SPIN_MIN_NS;
+	return b < amutex_spin_max_ns ? b : amutex_spin_max_ns;
+}
+
+/*
+ * A spin that took took_ns and ended in the lock (paid) or was cut short.
+ * Racy updates between waiters lose a sample, nothing more.
+ */
+static void spin_learn(struct amutex *m, uint64_t took_ns, bool paid)
+{
+	int64_t est = __atomic_load_n(&m->spin_ns, __ATOMIC_RELAXED);
+
+	if (!est)
+		est = amutex_spin_max_ns / 4;
+	if (paid)
+		est += ((int64_t)took_ns - est) / 8;
+	else
+		est -= est / 4;
+	if (est < 1)
+		est = 1;
+	if (est > UINT32_MAX)
+		est = UINT32_MAX;
+	__atomic_store_n(&m->spin_ns, (uint32_t)est, __ATOMIC_RELAXED);
+}
+
 static int lock_slow(struct amutex *m, uint32_t tid)
 {
 	const struct timespec dead_check = {
@@ -198,7 +232,7 @@ static int lock_slow(struct amutex *m, uint32_t tid)
 	};
 	uint32_t v, want = tid, owner;
 	bool spun = false, spin_over = false, check_dead = false;
-	uint64_t spin_start = 0;
+	uint64_t spin_start = 0, bound = 0;
 	unsigned int spins = 0;
 	enum owner_state st;
 	long ret;
@@ -210,6 +244,8 @@ static int lock_slow(struct amutex *m, uint32_t tid)
 							__ATOMIC_ACQUIRE,
 							__ATOMIC_RELAXED)) {
 				publish(m);
+				if (spins && !spin_over)
+					spin_learn(m, taskstate_now_ns() - spin_start, true);
 				/* After a sleep it is counted as one. */
 				if (!(want & AMUTEX_WAITERS))
 					spun ? self.stats.spun++ : self.stats.fast++;
@@ -235,9 +271,11 @@ static int lock_slow(struct amutex *m, uint32_t tid)
 		if (st == OWNER_RUNNING && !spin_over) {
 			if (!spins++) {
 				spin_start = taskstate_now_ns();
+				bound = spin_bound(m);
 			} else if (!(spins & 15) &&
-				   taskstate_now_ns() - spin_start > amutex_spin_max_ns) {
+				   taskstate_now_ns() - spin_start > bound) {
 				spin_over = true;
+				spin_learn(m, bound, false);
 				self.stats.spin_limit++;
 			}
 			spun = true;
@@ -271,6 +309,7 @@ void amutex_init(struct amutex *m)
 {
 	m->word = 0;
 	m->owner_index = AMUTEX_NO_INDEX;
+	m->spin_ns = 0;
 }
 
 int amutex_lock(struct amutex *m)

@@ -37,9 +37,20 @@
 struct amutex {
 	uint32_t word;		/* 0, or owner tid | AMUTEX_WAITERS */
 	uint32_t owner_index;	/* hint: the owner's entry in the mapping */
+	uint32_t spin_ns;	/* what its spins that paid off took; 0: none yet */
 };
 
-#define AMUTEX_INITIALIZER	{ 0, AMUTEX_NO_INDEX }
+#define AMUTEX_INITIALIZER	{ 0, AMUTEX_NO_INDEX, 0 }
+
+/*
+ * A waiter spins at most 4x what the lock's spins that ended in the lock
+ * took (a moving average), within [AMUTEX_SPIN_MIN_NS,
+ * amutex_spin_max_ns]; a spin cut short shrinks that average.  So a lock
+ * whose owners hold it long, or whose "running" owners make no progress
+ * (a vCPU the host has preempted looks RUNNING to the guest), wastes
+ * little on spins that do not pay.
+ */
+#define AMUTEX_SPIN_MIN_NS	10000
 
 /* amutex_setup() flags */
 #define AMUTEX_PLAIN		(1U << 0)	/* never use the mapping */
@@ -56,7 +67,7 @@ struct amutex {
  */
 int amutex_setup(unsigned int flags);
 
-/* Longest a waiter spins in one go before it sleeps; default 100 us. */
+/* Longest a waiter ever spins in one go before it sleeps; default 100 us. */
 extern uint64_t amutex_spin_max_ns;
 
 /*
@@ -83,7 +94,7 @@ struct amutex_stats {
 	uint64_t spun;		/* taken after spinning, without sleeping */
 	uint64_t sleeps;	/* futex waits */
 	uint64_t timeouts;	/* futex waits ended by amutex_dead_check_ns */
-	uint64_t spin_limit;	/* spins cut short by amutex_spin_max_ns */
+	uint64_t spin_limit;	/* spins cut short by the bound */
 	uint64_t unknown;	/* waits with the owner's state unreadable */
 	uint64_t owner_dead;	/* EOWNERDEAD returned */
 };
