@@ -17,13 +17,15 @@
 #   BENCH_PIPE_CAP, BENCH_XPIPE_CAP, BENCH_HACKBENCH_CAP   time caps (s)
 #   BENCH_PROBE_ITERS, BENCH_PROBE_REPS   scenario 3
 #   BENCH_READERS_ARGS                    extra arguments of readers
+#   BENCH_MUTEX_ARGS                      extra arguments of mutex (scenario 6)
+#   BENCH_ONLY       mutex: scenario 6 alone
 #   BENCH_BUDGET_S   stop starting new rounds after this many seconds
 #   BENCH_TMPFS      1: run perf and hackbench from a tmpfs copy
 #   BENCH_BT_TMPFS   1: also bpftrace (~200 MB, mostly LLVM and clang)
 #
 # Files written: guest-env.txt, runs.csv
 # (bench,config,round,value,unit,cut,t0,t1),
-# probe.csv, readers.csv/.txt, and progress on stdout (output.log).
+# probe.csv, readers.csv/.txt, mutex.csv/.txt, and progress on stdout (output.log).
 set -u
 out=$TS_OUT
 bin=$BENCH_BIN
@@ -210,6 +212,9 @@ teardown() {
 	sleep 0.5
 }
 
+# Scenarios 3, 1+2 and 4, unless only scenario 6 was asked for (the
+# bodies are not indented, to keep this diff small).
+if [ -z "${BENCH_ONLY:-}" ]; then
 # ---- 3. the probe's own cost, at load (bench_iters) ----
 log "scenario 3: probe microbenchmark, $BENCH_PROBE_REPS x 4 loads, bench_iters=$BENCH_PROBE_ITERS"
 echo "scheme,rep,iters,empty_ns,clock_ns,tracked_ns,untracked_ns" > "$out/probe.csv"
@@ -281,6 +286,17 @@ load "$BENCH_KO_C" track_all=1
 	--rounds-csv "$out/readers-rounds.csv" > "$out/readers.txt" 2>&1 ||
 	{ cat "$out/readers.txt"; die "readers failed"; }
 cat "$out/readers.txt"
+unload
+fi
+fails=${fails:-0}
+
+# ---- 6. the adaptive mutex of examples/, and the stuck detector ----
+log "scenario 6: mutexes (bench/mutex.c)"
+load "$BENCH_KO_C" track_all=1
+# shellcheck disable=SC2086
+"$bin/mutex" ${BENCH_MUTEX_ARGS:-} --csv "$out/mutex.csv" > "$out/mutex.txt" 2>&1 ||
+	{ cat "$out/mutex.txt"; die "mutex failed"; }
+cat "$out/mutex.txt"
 unload
 
 echo "clocksource_end=$(cat $cs/current_clocksource)" >> "$out/guest-env.txt"

@@ -9,6 +9,10 @@
 #                               iterations (~2 min), so the benchmarks cannot
 #                               rot; writes build/bench-quick-run/REPORT.md
 #                               and never touches bench/
+#   scripts/bench.sh --only mutex [--quick]
+#                               scenario 6 alone, in its own boot (~5 min;
+#                               quick: ~1 min): writes bench/REPORT-mutex.md
+#                               (quick: build/bench-mutex-quick-run/REPORT.md)
 #
 # What runs (bench/REPORT.md explains the results):
 #  host   5. bench/ubench: user-space cost of the write/read schemes
@@ -27,6 +31,9 @@
 #         4. bench/readers: taskstate_sample() against /proc stat and getppid(),
 #            a located read through the mapping, and a scan of every
 #            thread through the mapping against LIST
+#         6. bench/mutex: the adaptive mutex of examples/ against glibc's
+#            mutexes and a spin lock, 4 and 8 threads, short and long
+#            critical sections; taskstate_stuck_check()'s cost per thread
 #  host   bench/analyze.py: medians, spread, ratios, targets -> REPORT.md,
 #         bench/plot.gp -> the PNG
 #
@@ -46,12 +53,16 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 quick=${BENCH_QUICK:-0}
-for a in "$@"; do
-	case $a in
+only=
+while [ $# -gt 0 ]; do
+	case $1 in
 	--quick) quick=1 ;;
-	-h|--help) sed -n '4,40p' "$0"; exit 0 ;;
-	*) echo "bench: unknown argument $a" >&2; exit 2 ;;
+	--only) only=${2:-}; shift
+		[ "$only" = mutex ] || { echo "bench: --only mutex" >&2; exit 2; } ;;
+	-h|--help) sed -n '4,44p' "$0"; exit 0 ;;
+	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
 	esac
+	shift
 done
 [ "$quick" = 0 ] || quick=1
 
@@ -63,7 +74,7 @@ if [ $quick = 1 ]; then
 	: "${BENCH_BT_TMPFS:=0}" "${BENCH_HOST_REPS:=1}"
 	: "${BENCH_PIPE_CAP:=60}" "${BENCH_XPIPE_CAP:=60}" "${BENCH_HACKBENCH_CAP:=60}"
 	: "${BENCH_PIPE_REPS:=1}"
-	readers_args=--quick ubench_args=--quick
+	readers_args=--quick ubench_args=--quick mutex_args="--quick --stuck 100"
 	report_dir=$base-run
 else
 	base=$build/bench
@@ -73,10 +84,12 @@ else
 	: "${BENCH_BT_TMPFS:=1}" "${BENCH_HOST_REPS:=3}"
 	: "${BENCH_PIPE_CAP:=30}" "${BENCH_XPIPE_CAP:=12}" "${BENCH_HACKBENCH_CAP:=12}"
 	: "${BENCH_PIPE_REPS:=2}"
-	readers_args="--threads 10000" ubench_args=""
+	readers_args="--threads 10000" ubench_args="" mutex_args="--stuck 1000"
 	report_dir=$top/bench
 fi
 : "${BENCH_MEM:=1536}"
+# Scenario 6 alone starts no perf, hackbench or bpftrace.
+[ -z "$only" ] || { : "${BENCH_TMPFS:=0}"; BENCH_BT_TMPFS=0; }
 # A smoke run needs no parallel vCPUs: single-threaded TCG, which does not
 # hang where multi-threaded TCG once did (a full run stuck at a bpftrace
 # attach, both vCPUs spinning; see README, Performance).
@@ -85,6 +98,7 @@ if [ $quick = 1 ]; then
 else
 	: "${BENCH_ACCEL:=tcg}"
 fi
+[ -z "$only" ] || base=$base-$only
 run=$base-run
 bin=$base-bin
 start=$(date +%s)
@@ -96,7 +110,9 @@ mkdir -p "$run/host" "$run/vm" "$bin"
 
 # ---- builds ----
 log "building module variants for $kver"
-for v in a:2 b:1 c:0; do
+variants="a:2 b:1 c:0"
+[ -z "$only" ] || variants=c:0
+for v in $variants; do
 	TS_KBUILD_ARGS="TS_WRITE_SCHEME=${v#*:} TS_BENCH=1" \
 		"$top/scripts/build-module.sh" "$kver" "$base-${v%%:*}" 2>&1 |
 		{ grep -v 'Skipping BTF' || true; }
@@ -107,6 +123,9 @@ make -s -C "$top/tools" O="$bin" all
 cc -O2 -g -Wall -Wextra -std=gnu11 -I"$top/include/uapi" -I"$top/tools" \
 	-o "$bin/readers" "$top/bench/readers.c" "$bin/libtaskstate.a" -pthread
 make -s -C "$top/bench" ubench O="$bin"
+cc -O2 -g -Wall -Wextra -std=gnu11 -I"$top/include/uapi" -I"$top/tools" \
+	-I"$top/examples" -o "$bin/mutex" "$top/bench/mutex.c" \
+	"$top/examples/adaptive_mutex.c" "$bin/libtaskstate.a" -pthread
 # Only needed if perf does not run in the guest; best effort.
 make -s -C "$top/selftests/taskstate" O="$bin" "$bin/ts_pingpong" >/dev/null 2>&1 ||
 	echo "bench: (ts_pingpong not built: only a fallback)"
@@ -154,6 +173,7 @@ trap 'kill $mon_pid 2>/dev/null || true' EXIT
 	echo "start=$(date -u +%FT%TZ)"
 } > "$run/host/env.txt"
 
+if [ -z "$only" ]; then
 log "5. ubench on the host"
 # shellcheck disable=SC2086
 "$bin/ubench" $ubench_args --csv "$run/host/ubench.csv" > "$run/host/ubench.txt"
@@ -174,6 +194,7 @@ done
 "$bin/readers" --no-dev $readers_args --csv "$run/host/readers.csv" > "$run/host/readers.txt" 2>&1 ||
 	echo "bench: host readers failed (see $run/host/readers.txt)"
 cat "$run/host/native.csv" "$run/host/readers.txt"
+fi
 
 # ---- the guest ----
 guest=$run/guest.sh
@@ -182,7 +203,7 @@ export BENCH_BIN=$bin BENCH_BT=$top/bench/taskstate.bt
 export BENCH_KO_A=$base-a/taskstate.ko BENCH_KO_B=$base-b/taskstate.ko BENCH_KO_C=$base-c/taskstate.ko
 export BENCH_ROUNDS=$BENCH_ROUNDS BENCH_PIPE_LOOPS=$BENCH_PIPE_LOOPS BENCH_XPIPE_LOOPS=$BENCH_XPIPE_LOOPS
 export BENCH_HACKBENCH="$BENCH_HACKBENCH" BENCH_PROBE_ITERS=$BENCH_PROBE_ITERS BENCH_PROBE_REPS=$BENCH_PROBE_REPS
-export BENCH_READERS_ARGS="$readers_args" BENCH_BUDGET_S=$BENCH_BUDGET_S BENCH_BT_TMPFS=$BENCH_BT_TMPFS
+export BENCH_ONLY="$only" BENCH_READERS_ARGS="$readers_args" BENCH_MUTEX_ARGS="$mutex_args" BENCH_BUDGET_S=$BENCH_BUDGET_S BENCH_BT_TMPFS=$BENCH_BT_TMPFS
 export BENCH_TMPFS=${BENCH_TMPFS:-1} BENCH_PIPE_REPS=$BENCH_PIPE_REPS BENCH_PIPE_CAP=$BENCH_PIPE_CAP BENCH_XPIPE_CAP=$BENCH_XPIPE_CAP BENCH_HACKBENCH_CAP=$BENCH_HACKBENCH_CAP
 exec bash $top/bench/guest.sh
 EOF
@@ -212,14 +233,27 @@ if [ $quick = 1 ]; then
 else
 	cmd="make bench"
 fi
-if [ $rc != 0 ] && [ $quick = 0 ]; then
+if [ -n "$only" ]; then
+	report_dir=$run
+elif [ $rc != 0 ] && [ $quick = 0 ]; then
 	# Keep the last good bench/REPORT.md: report this failed run aside.
 	report_dir=$run
 	echo "bench: the guest failed (status $rc): report in $run, bench/ untouched" >&2
 fi
 log "writing $report_dir/REPORT.md"
 arc=0
-python3 "$top/bench/analyze.py" --run "$run" --out "$report_dir" \
-	--command "$cmd" --plot "$top/bench/plot.gp" || arc=$?
+if [ -n "$only" ]; then
+	cmd="scripts/bench.sh --only $only"
+	[ $quick = 0 ] || cmd="$cmd --quick"
+	python3 "$top/bench/analyze.py" --run "$run" --out "$report_dir" \
+		--command "$cmd" --only "$only" || arc=$?
+	if [ $quick = 0 ] && [ $rc = 0 ]; then
+		cp "$run/REPORT.md" "$top/bench/REPORT-$only.md"
+		log "wrote bench/REPORT-$only.md"
+	fi
+else
+	python3 "$top/bench/analyze.py" --run "$run" --out "$report_dir" \
+		--command "$cmd" --plot "$top/bench/plot.gp" || arc=$?
+fi
 log "done in $(( $(date +%s) - start )) s: guest status $rc, report status $arc"
 [ $rc = 0 ] && [ $arc = 0 ]

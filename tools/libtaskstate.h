@@ -180,4 +180,31 @@ void taskstate_decode(uint64_t word, uint64_t now_ns, struct taskstate_decoded *
  */
 int taskstate_comm(unsigned int tid, char *buf, size_t len);
 
+/*
+ * Stuck-worker detection (tools/stuck.c): which of n located threads
+ * (taskstate_locate()) have been in one of the states of state_mask
+ * (bits 1 << TASKSTATE_*; 0 means TASKSTATE_STUCK_MASK, BLOCKED or
+ * SLEEPING) for longer than threshold_ns.  Reads only the mapping and the
+ * clock once per call (vDSO): no system call per thread checked.
+ */
+#define TASKSTATE_STUCK_MASK	((1U << TASKSTATE_BLOCKED) | (1U << TASKSTATE_SLEEPING))
+
+struct taskstate_stuck {
+	uint32_t which;		/* index into the locations passed */
+	uint32_t state;		/* TASKSTATE_* it is stuck in */
+	uint64_t age_ns;	/* how long, at the check */
+};
+
+/*
+ * Fill out[0..max_out-1] with the stuck threads among l[0..n-1], in the
+ * order of l.  Returns how many are stuck (more than max_out if out was
+ * too small); *nr_gone, if not NULL, gets how many locations do not
+ * name their thread (exited, untracked, or never found: locate again).
+ */
+int taskstate_stuck_check(const struct taskstate_mapping *m,
+			  const struct taskstate_location *l, uint32_t n,
+			  uint64_t threshold_ns, unsigned int state_mask,
+			  struct taskstate_stuck *out, uint32_t max_out,
+			  uint32_t *nr_gone);
+
 #endif /* LIBTASKSTATE_H */

@@ -56,6 +56,10 @@ section_track_all() {
 	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_mmap"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_totals"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
+	run "$TS_BIN/ts_mutex"
+	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_mutex"
+	check "examples/stuck_pool finds its stuck worker" \
+		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_bpftrace"
 	run "$TS_BIN/ts_review" info_counts_are_system_wide_in_child_pidns \
 		churn_occupancy
@@ -72,6 +76,9 @@ section_track_none() {
 	run "$TS_BIN/ts_mmap"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_totals"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
+	run "$TS_BIN/ts_mutex"
+	check "examples/stuck_pool finds its stuck worker (track_all=0)" \
+		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_review" untrack_process_racing_clone \
 		info_counts_are_system_wide_in_child_pidns
 	check "unload (track_all=0)" rmmod taskstate
