@@ -172,9 +172,10 @@ torture_map() {	# reader expect [mode [ms]]
 	rmmod taskstate_torture || return 1
 	set -- "$1" "$2" $(cat "$TS_OUT/torture_map.out")
 	echo "# mapped, $1 reads: $4 reads, $6 ${5:-torn}${8:+, $8 retried}"
-	[ "$3" = reads ] && [ "$4" -gt 100000 ] || return 1
-	[ "$2" = 0 ] && [ "$6" -eq 0 ] && return 0
-	[ "$2" = some ] && [ "$6" -gt 0 ] && return 0
+	[ "$3" = reads ] || return 1
+	# "none": over enough reads to mean it; "some": any is the proof.
+	[ "$2" = 0 ] && [ "$4" -gt 100000 ] && [ "$6" -eq 0 ] && return 0
+	[ "$2" = some ] && [ "$4" -gt 0 ] && [ "$6" -gt 0 ] && return 0
 	return 1
 }
 section_torture() {
@@ -192,7 +193,7 @@ section_torture() {
 	check "no per-state totals read that disagree with their word ($bits-bit)" \
 		torture_map totals 0 3 4000
 	check "an unchanged word alone accepts wrong totals (negative control)" \
-		torture_map wordonly some 3
+		torture_map wordonly some 3 4000
 }
 
 # --- unload while readers are busy -----------------------------------------
