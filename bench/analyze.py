@@ -283,6 +283,22 @@ def mutex_section(run, quick, w, targets):
         pass
 
 
+def write_report(out, L, targets):
+    """Write out/REPORT.md from lines L, its problems section last, and
+    print the targets and problems; the exit status: 1 if any problem."""
+    if problems:
+        L.append("## Problems in this run\n")
+        L += [f"- {p}" for p in problems]
+        L.append("")
+    with open(os.path.join(out, "REPORT.md"), "w") as f:
+        f.write("\n".join(L))
+    for t, m_, v_ in targets:
+        print(f"  {t}: {m_}: {v_}")
+    for p in problems:
+        print("analyze: PROBLEM:", p, file=sys.stderr)
+    return 1 if problems else 0
+
+
 def mutex_only_report(args, run, out, henv, genv, quick):
     """REPORT.md of scenario 6 alone: targets, machine, the section."""
     targets, body = [], []
@@ -307,17 +323,7 @@ def mutex_only_report(args, run, out, henv, genv, quick):
           f"{henv.get('qemu', '?')} `-accel {henv.get('accel', '?')}`, clocksource "
           f"{genv.get('clocksource_start', '?')}.\n"]
     L += body
-    if problems:
-        L.append("## Problems in this run\n")
-        L += [f"- {p}" for p in problems]
-        L.append("")
-    with open(os.path.join(out, "REPORT.md"), "w") as f:
-        f.write("\n".join(L))
-    for t, m_, v_ in targets:
-        print(f"  {t}: {m_}: {v_}")
-    for p in problems:
-        print("analyze: PROBLEM:", p, file=sys.stderr)
-    return 1 if problems else 0
+    return write_report(out, L, targets)
 
 
 def main():
@@ -1129,19 +1135,7 @@ are emulated; on hardware the ratios would differ (not measured).
             w(f"| {row['scheme']} | {row['rep']} | {row['iters']} | {row['empty_ns']} "
               f"| {row['clock_ns']} | {row['tracked_ns']} | {row['untracked_ns']} |")
         w("")
-    if problems:
-        w("## Problems in this run\n")
-        for p in problems:
-            w(f"- {p}")
-        w("")
-
-    with open(os.path.join(out, "REPORT.md"), "w") as f:
-        f.write("\n".join(L))
-    for t, m_, v_ in targets:
-        print(f"  {t}: {m_}: {v_}")
-    for p in problems:
-        print("analyze: PROBLEM:", p, file=sys.stderr)
-    return 1 if problems else 0
+    return write_report(out, L, targets)
 
 
 if __name__ == "__main__":
