@@ -253,23 +253,35 @@ static void wait_for_holder(struct __test_metadata *_metadata,
 		ASSERT_NE(0, ts_wait_state(h->fd, h->tid, TASKSTATE_SLEEPING, 2000));
 }
 
-TEST_F(mx, spins_while_owner_runs)
+/*
+ * Take and release h->m once while a holder thread owns it (running or
+ * asleep, as @h says), and log what this thread's waits did.
+ */
+static void lock_against_holder(struct __test_metadata *_metadata,
+				struct holder *h, bool mapped)
 {
-	static struct holder h = { .m = AMUTEX_INITIALIZER, .ms = 300 };
 	const struct amutex_stats *st = amutex_thread_stats();
 	pthread_t th;
 	void *rv;
 
-	h.fd = taskstate_open();
-	ASSERT_EQ(0, pthread_create(&th, NULL, hold, &h));
-	wait_for_holder(_metadata, &h, self->mapped);
-	EXPECT_EQ(0, amutex_lock(&h.m));
-	EXPECT_EQ(0, amutex_unlock(&h.m));
+	h->fd = taskstate_open();
+	ASSERT_EQ(0, pthread_create(&th, NULL, hold, h));
+	wait_for_holder(_metadata, h, mapped);
+	EXPECT_EQ(0, amutex_lock(&h->m));
+	EXPECT_EQ(0, amutex_unlock(&h->m));
 	ASSERT_EQ(0, pthread_join(th, &rv));
 	EXPECT_EQ(0, (intptr_t)rv);
 	TH_LOG("spun %llu spin_limit %llu sleeps %llu unknown %llu",
 	       (unsigned long long)st->spun, (unsigned long long)st->spin_limit,
 	       (unsigned long long)st->sleeps, (unsigned long long)st->unknown);
+}
+
+TEST_F(mx, spins_while_owner_runs)
+{
+	static struct holder h = { .m = AMUTEX_INITIALIZER, .ms = 300 };
+	const struct amutex_stats *st = amutex_thread_stats();
+
+	lock_against_holder(_metadata, &h, self->mapped);
 	if (self->mapped) {
 		/* It spun, for amutex_spin_max_ns, then slept: 300 ms is longer. */
 		EXPECT_LE(1, st->spin_limit);
@@ -286,19 +298,8 @@ TEST_F(mx, sleeps_at_once_while_owner_sleeps)
 {
 	static struct holder h = { .m = AMUTEX_INITIALIZER, .sleep = true, .ms = 300 };
 	const struct amutex_stats *st = amutex_thread_stats();
-	pthread_t th;
-	void *rv;
 
-	h.fd = taskstate_open();
-	ASSERT_EQ(0, pthread_create(&th, NULL, hold, &h));
-	wait_for_holder(_metadata, &h, self->mapped);
-	EXPECT_EQ(0, amutex_lock(&h.m));
-	EXPECT_EQ(0, amutex_unlock(&h.m));
-	ASSERT_EQ(0, pthread_join(th, &rv));
-	EXPECT_EQ(0, (intptr_t)rv);
-	TH_LOG("spun %llu spin_limit %llu sleeps %llu unknown %llu",
-	       (unsigned long long)st->spun, (unsigned long long)st->spin_limit,
-	       (unsigned long long)st->sleeps, (unsigned long long)st->unknown);
+	lock_against_holder(_metadata, &h, self->mapped);
 	EXPECT_EQ(0, st->spin_limit);
 	EXPECT_EQ(0, st->spun);
 	EXPECT_LE(1, st->sleeps);
