@@ -337,8 +337,21 @@ static void round_and_compare(struct __test_metadata *_metadata, int fd,
 		}
 		EXPECT_TRUE(close_to(d[TASKSTATE_TOTAL_RUNNING], r1 - r0[i],
 				     span));
-		EXPECT_TRUE(close_to(d[TASKSTATE_TOTAL_RUNNABLE], w1 - w0[i],
-				     span));
+		/*
+		 * A sleeper spends at least @ms of the span in nanosleep, so
+		 * it cannot have waited for a CPU longer than the rest.  Once
+		 * (arm64 under TCG) schedstat's run_delay grew by 31 ms in a
+		 * 307 ms span: that is schedstat's bookkeeping, not time the
+		 * thread could have spent, and there is nothing to compare
+		 * with.  A wakeup the module lost would still be caught: its
+		 * wait is real, so it fits in the span.
+		 */
+		if (sleeps && w1 - w0[i] > span - ms * MS)
+			TH_LOG("thread %d: schedstat's wait is more than the span leaves beside the sleep; not compared",
+			       i);
+		else
+			EXPECT_TRUE(close_to(d[TASKSTATE_TOTAL_RUNNABLE],
+					     w1 - w0[i], span));
 		/*
 		 * Nothing in D state but, now and then, the pipe's mutex
 		 * taken as the writer still holds it: milliseconds at most.
