@@ -206,14 +206,23 @@ static struct ts_slot *ts_sample_find(struct taskstate_entry *e,
 	return e->tgid ? s : NULL;
 }
 
+/*
+ * A slot whose word is still 0 belongs to a thread that TRACK has just
+ * inserted and not yet given its snapshot, or to a new thread before its
+ * first wakeup: it has no state to answer with, and is answered as not
+ * found (uapi: every word SAMPLE and LIST answer has a state).
+ */
 static bool ts_sample_one(void *rec, struct pid_namespace *ns)
 {
 	struct taskstate_entry *e = rec;
 	struct ts_slot *s = ts_sample_find(e, ns);
 
-	if (s)
-		e->word = ts_word_load(&ts_slot_pub(s)->word);
-	return s;
+	if (!s)
+		return false;
+	e->word = ts_word_load(&ts_slot_pub(s)->word);
+	if (!e->word)
+		e->tgid = 0;
+	return e->word;
 }
 
 /*
@@ -257,12 +266,18 @@ static long ts_sample_totals(const struct taskstate_sample *args)
 			s = ts_sample_find(&e[i], ns);
 			if (!s)
 				continue;
-			found++;
 			/* Not readable now: the word, invalid totals (uapi). */
 			if (!ts_pub_read(ts_slot_pub(s), &e[i].word, &t[i])) {
 				e[i].word = ts_word_load(&ts_slot_pub(s)->word);
 				memset(&t[i], 0, sizeof(t[i]));
 			}
+			/* No word yet: not found (ts_sample_one()). */
+			if (!e[i].word) {
+				e[i].tgid = 0;
+				memset(&t[i], 0, sizeof(t[i]));
+				continue;
+			}
+			found++;
 		}
 		rcu_read_unlock();
 		if (copy_to_user(ue + done, e, n * sizeof(*e)) ||

@@ -380,9 +380,11 @@ bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 	/*
 	 * tid or tgid 0: gone from @ns's view, or being released (as in
 	 * SAMPLE, __unhash_process() detaches the PID link before the TGID
-	 * one, so a last thread can briefly have a tid and tgid 0).
+	 * one, so a last thread can briefly have a tid and tgid 0).  Word 0:
+	 * no state yet (TRACK's snapshot or a new thread's first wakeup is
+	 * still to come), left out as SAMPLE leaves it out.
 	 */
-	return t && v->tid && v->tgid;
+	return t && v->tid && v->tgid && v->word;
 }
 
 unsigned int ts_slots_used(void)

@@ -171,7 +171,7 @@ run_kernel() {	# flavour
 	[ -f "$build/deb/vm/$kver/taskstate.ko" ] && deb=deb
 	boot "$kver" "$out" main tcg,thread=single \
 		"track_all track_none params review stuck busy $deb lockdown"
-	boot "$kver" "$out" cycles tcg,thread=single cycles
+	boot "$kver" "$out" cycles tcg,thread=single "cycles soak"
 	echo "# $kver: three boots $(( $(date +%s) - start )) s"
 }
 

@@ -51,6 +51,7 @@ AMD64_PKGS=(
 	gnuplot-nox python3 dkms xz-utils cpio
 	debootstrap qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 	debhelper dh-dkms lintian pkg-config man-db
+	flex bison libelf-dev libssl-dev
 )
 
 missing=()

@@ -18,7 +18,9 @@
 #                  (KVER/taskstate.ko, KVER/build-id.note, root/usr/...)
 #   TS_SECTIONS    optional: which sections to run (default: all, in order):
 #                  track_all track_none params review stuck torture busy
-#                  cycles deb lockdown
+#                  cycles soak deb lockdown
+#   TS_SOAK_S      optional: how long the soak runs (default 60 s in the
+#                  debug kernels, 15 s elsewhere)
 
 n=0
 ok() { n=$((n + 1)); echo "ok $n $*"; }
@@ -260,6 +262,42 @@ section_cycles() {
 	check "50 load/unload cycles under load" test $fails -eq 0
 }
 
+# --- everything hostile at once, with unload/load cycles (issue 11) -------
+section_soak() {
+	secs=${TS_SOAK_S:-15}
+	case $(uname -r) in *-ts-*) secs=${TS_SOAK_S:-60} ;; esac
+	insmod "$TS_KO" 2>/dev/null
+	run "$TS_BIN/ts_soak" -d "$secs" -k "$TS_KO"
+	# Whatever state the cycles left it in: tracking a new thread works.
+	check "tracking works after the soak" sh -c '
+		sleep 30 & p=$!
+		"$1/taskstate" track "$p" > /dev/null &&
+		"$1/taskstate" show -p "$p" | grep -q " SLEEPING "
+		rc=$?; kill $p; exit $rc' sh "$TS_BIN"
+	check "unload after the soak" rmmod taskstate
+}
+
+# --- kmemleak (the debug kernel): nothing the module allocated is left ----
+# Cleared before the first section, scanned once the module is unloaded
+# (at the end, or before lockdown, which closes debugfs' writable files).
+# kmemleak reports an object unreferenced for 5 s and more, seen by two
+# scans.
+KMEMLEAK=/sys/kernel/debug/kmemleak
+leak_check() {
+	[ -w $KMEMLEAK ] || return 0
+	if loaded taskstate; then rmmod taskstate; fi
+	sleep 6
+	echo scan > $KMEMLEAK
+	echo scan > $KMEMLEAK
+	if grep -q unreferenced $KMEMLEAK; then
+		sed 's/^/# /' $KMEMLEAK
+		not_ok "kmemleak: nothing leaked"
+	else
+		ok "kmemleak: nothing leaked"
+	fi
+	echo clear > $KMEMLEAK
+}
+
 # --- the module DKMS built from the taskstate-dkms package (deb-test) -----
 # Loaded as it is, and read with the packaged command and library.
 section_deb() {
@@ -310,7 +348,17 @@ section_lockdown() {
 	check "unload under lockdown" rmmod taskstate
 }
 
-for section in ${TS_SECTIONS:-track_all track_none params review stuck torture busy cycles deb lockdown}; do
+if [ -w $KMEMLEAK ]; then
+	echo scan > $KMEMLEAK
+	echo clear > $KMEMLEAK
+fi
+leaks_checked=no
+for section in ${TS_SECTIONS:-track_all track_none params review stuck torture busy cycles soak deb lockdown}; do
+	if [ "$section" = lockdown ]; then
+		leak_check
+		leaks_checked=yes
+	fi
 	"section_$section"
 done
+[ $leaks_checked = yes ] || leak_check
 echo "# done: $n shell checks"

@@ -294,7 +294,10 @@ struct taskstate_entry {
  *
  * The words of many threads at once.  A tid that is unknown, gone or
  * untracked is answered with word 0 and tgid 0; it does not fail the
- * call.  Returns @found.  Errors: E2BIG @count too large; EOPNOTSUPP
+ * call.  So is a thread whose tracking has begun but that has no word
+ * yet (another caller's TRACK still taking its snapshot, a new thread
+ * before its first wakeup): every word answered has a state.  Returns
+ * @found.  Errors: E2BIG @count too large; EOPNOTSUPP
  * @totals asked of a module that keeps none (totals=0: INFO's @map_flags
  * without TASKSTATE_MAP_F_TOTALS); ENOMEM.
  */
@@ -325,7 +328,8 @@ struct taskstate_sample {
  *          taskstate_totals[@count], as in SAMPLE
  *
  * Every tracked thread visible in the caller's pid namespace, with its
- * word.  Returns @filled.  Errors: E2BIG, EOPNOTSUPP, ENOMEM as SAMPLE.
+ * word (threads with no word yet left out, as in SAMPLE).  Returns
+ * @filled.  Errors: E2BIG, EOPNOTSUPP, ENOMEM as SAMPLE.
  */
 struct taskstate_list {
 	__u32 size;
