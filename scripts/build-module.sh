@@ -14,6 +14,8 @@
 #    6.1 and backports' 6.12, gcc-12): on the host; the -686 ones with the
 #    i686 cross compiler;
 #  - -arm64: the headers unpacked in the cache, with aarch64-linux-gnu-gcc;
+#  - -ts-debug, -ts-kcsan: the debug kernels' build trees in the cache
+#    (scripts/debug-kernel.sh), on the host;
 #  - headers in a debootstrap chroot of their suite (bullseye's 5.10 with
 #    gcc-10, sid's 7.2 with gcc-16, scripts/setup.sh makes them): inside
 #    that chroot, in a private mount namespace with /proc mounted (7.x's
@@ -35,6 +37,7 @@ case $kver in
 	cross=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
 	kdir=$CACHE/arm64/headers-$kver/usr/src/linux-headers-$kver
 	;;
+*-ts-debug|*-ts-kcsan) kdir=$CACHE/debug-kernels/${kver##*-ts-} ;;
 esac
 if [ ! -d "$kdir" ]; then
 	for c in "$CACHE"/chroot/*/; do

@@ -7,8 +7,8 @@
 # one line "N passed, N failed, N skipped".  Exits non-zero on any
 # failure, timeout or missing report.
 #
-#   KERNELS="amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64" \
-#     scripts/check.sh
+#   KERNELS="amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 \
+#            debug kcsan" scripts/check.sh
 #
 # (flavours: scripts/kernels.sh; a kernel release works too).
 #
@@ -22,17 +22,20 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
 # Unset: every kernel; set but empty: none (host tests only).
-KERNELS=${KERNELS-amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64}
+KERNELS=${KERNELS-amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan}
 HOST_TESTS=${HOST_TESTS-dkms-test install-test deb-test man-test}
 VM_TIMEOUT=${VM_TIMEOUT:-1500}
 CROSS32=(CC=i686-linux-gnu-gcc EXTRA_LDFLAGS=-static)
 CROSSARM64=(CC=aarch64-linux-gnu-gcc EXTRA_LDFLAGS=-static)
 
-# What must never appear in a test boot's kernel log.
+# What must never appear in a test boot's kernel log: any report of the
+# debug kernels' checkers too (lockdep, KASAN, KCSAN -- "BUG: KCSAN:" --,
+# RCU, DEBUG_OBJECTS, DEBUG_LIST, kmemleak after run_vm.sh's scan).
 BAD='BUG:|WARNING:|Oops|Kernel panic|Call Trace|'\
 'sleeping function called from invalid context|circular locking|'\
-'recursive locking|inconsistent lock state|lockdep|KASAN|UBSAN|'\
-'rcu: INFO|soft lockup|blocked for more than|general protection fault[:,]'
+'recursive locking|inconsistent lock state|lockdep|KASAN|KCSAN|UBSAN|'\
+'rcu: INFO|soft lockup|blocked for more than|general protection fault[:,]|'\
+'ODEBUG|list_add corruption|list_del corruption|suspected memory leak'
 
 passed=0 failed=0 skipped=0
 fail() { echo "not ok - $*"; failed=$((failed + 1)); }

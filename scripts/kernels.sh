@@ -11,6 +11,9 @@
 #   amd64-5.10       bullseye's 5.10 (chroot and image cached)
 #   amd64-7.2        sid's newest, 7.2 (chroot and image cached)
 #   arm64            bookworm's 6.1 arm64 (headers and image cached)
+#   debug, kcsan     6.1 from linux-source-6.1 with lockdep, KASAN,
+#                    kmemleak... or with KCSAN (scripts/debug-kernel.sh
+#                    builds it into the cache the first time, ~15 min)
 #
 # A release given as is (6.1.0-57-amd64) is printed back.
 set -euo pipefail
@@ -26,8 +29,9 @@ amd64-5.10|amd64-6.12|amd64-7.2|arm64)
 	echo "$kver"
 	exit 0
 	;;
+debug|kcsan) exec "$(dirname "$0")/debug-kernel.sh" "$1" ;;
 [0-9]*.*-*) echo "$1"; exit 0 ;;
-*) echo "kernels: unknown flavour $1 (amd64, rt-amd64, 686, amd64-5.10, amd64-6.12, amd64-7.2, arm64)" >&2; exit 2 ;;
+*) echo "kernels: unknown flavour $1 (amd64, rt-amd64, 686, amd64-5.10, amd64-6.12, amd64-7.2, arm64, debug, kcsan)" >&2; exit 2 ;;
 esac
 dpkg-query -W -f='${Depends}' "$pkg" 2>/dev/null |
 	grep -o '[0-9]\+\.[0-9]\+\.[0-9]\+-[0-9]\+-'"${1}" | head -n1 | grep . ||

@@ -10,7 +10,9 @@
 #           one): 6.1.0-57-amd64, 6.1.0-57-rt-amd64, 6.12.95+deb12-amd64,
 #           5.10.0-32-amd64, 7.2.13+deb14-amd64 (qemu-system-x86_64),
 #           6.1.0-50-686 (qemu-system-i386), 6.1.0-50-arm64
-#           (qemu-system-aarch64, -M virt)
+#           (qemu-system-aarch64, -M virt), 6.1.NNN-ts-debug and
+#           6.1.NNN-ts-kcsan (the debug kernels scripts/debug-kernel.sh
+#           builds into the cache; virtio and 9p built in)
 #   OUTDIR  a host directory, shared writable with the guest at /results
 #   SCRIPT  a shell script run inside the guest.  amd64: in a chroot of the
 #           host root (read-only 9p), so every host program is there, with
@@ -20,7 +22,8 @@
 #           $TS_OUT names the writable directory in all.
 #
 # Options: --timeout SEC (default 600)  --append "ARGS" (kernel command line)
-#          --mem MB (default 1024)      --quiet (console log only in the file)
+#          --mem MB (default 1024; 2048 for the debug kernels: KASAN's
+#          shadow, kmemleak's metadata) --quiet (console log only in the file)
 #          --accel ACCEL (default tcg; tcg,thread=single: one host thread)
 #
 # The exit status is SCRIPT's.  It travels over its own channel, the file
@@ -34,7 +37,7 @@
 set -euo pipefail
 
 CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
-timeout=600 append="" mem=1024 quiet=0 accel=tcg
+timeout=600 append="" mem="" quiet=0 accel=tcg
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) timeout=$2; shift 2 ;;
@@ -47,11 +50,20 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-[ $# -eq 3 ] || { sed -n '4,24p' "$0" >&2; exit 2; }
+[ $# -eq 3 ] || { sed -n '4,/^set -euo/{/^set -euo/d;p}' "$0" >&2; exit 2; }
 kver=$1 out=$2 script=$3
 
-qemu_machine=() console=ttyS0
+qemu_machine=() console=ttyS0 vmlinuz="" moddir=""
 case $kver in
+*-ts-debug|*-ts-kcsan)
+	root=/
+	vmlinuz=$CACHE/debug-kernels/${kver##*-ts-}/arch/x86/boot/bzImage
+	moddir=/	# nothing to load: virtio and 9p are built in
+	qemu=qemu-system-x86_64
+	busybox=/bin/busybox
+	chroot_host=1
+	mem=${mem:-2048}
+	;;
 *-686*)
 	root=$CACHE/i386/linux-image-$kver
 	qemu=qemu-system-i386
@@ -75,11 +87,14 @@ case $kver in
 	chroot_host=1
 	;;
 esac
+mem=${mem:-1024}
 # sid's kernel packages keep the kernel and modules in /usr/lib/modules.
-vmlinuz=$root/boot/vmlinuz-$kver
-moddir=$root/lib/modules/$kver/kernel
-[ -e "$vmlinuz" ] || vmlinuz=$root/usr/lib/modules/$kver/vmlinuz
-[ -e "$moddir" ] || moddir=$root/usr/lib/modules/$kver/kernel
+if [ -z "$vmlinuz" ]; then
+	vmlinuz=$root/boot/vmlinuz-$kver
+	moddir=$root/lib/modules/$kver/kernel
+	[ -e "$vmlinuz" ] || vmlinuz=$root/usr/lib/modules/$kver/vmlinuz
+	[ -e "$moddir" ] || moddir=$root/usr/lib/modules/$kver/kernel
+fi
 for f in "$vmlinuz" "$moddir" "$busybox" "$script"; do
 	[ -e "$f" ] || { echo "vm-run: missing $f (run make deps)" >&2; exit 2; }
 done
@@ -97,6 +112,7 @@ mkdir -p "$work"/{bin,dev,proc,sys,mnt,results,tmp,lib/modules}
 cp "$busybox" "$work/bin/busybox"
 for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev \
 	 virtio_pci netfs fscache 9pnet 9pnet_virtio 9p; do
+	[ "$moddir" != / ] || break
 	f=$(find "$moddir" -name "$m.ko*" | head -n1)
 	# Built in on some kernels, modules on others: absent is fine.
 	[ -n "$f" ] || continue
