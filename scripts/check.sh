@@ -33,7 +33,8 @@ CROSSARM64=(CC=aarch64-linux-gnu-gcc EXTRA_LDFLAGS=-static)
 # RCU, DEBUG_OBJECTS, DEBUG_LIST, kmemleak after run_vm.sh's scan).
 BAD='BUG:|WARNING:|Oops|Kernel panic|Call Trace|'\
 'sleeping function called from invalid context|circular locking|'\
-'recursive locking|inconsistent lock state|lockdep|KASAN|KCSAN|UBSAN|'\
+'recursive locking|inconsistent lock state|lockdep is turned off|'\
+'DEBUG_LOCKS_WARN_ON|KASAN|KCSAN|UBSAN|'\
 'rcu: INFO|soft lockup|blocked for more than|general protection fault[:,]|'\
 'ODEBUG|list_add corruption|list_del corruption|suspected memory leak'
 
