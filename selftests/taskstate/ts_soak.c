@@ -17,7 +17,10 @@
  *    is not the leader (its tid changes), pid reuse forced through
  *    /proc/sys/kernel/ns_last_pid;
  *  - readers: the debugfs table and LIST in loops, in the initial pid
- *    namespace and in a child one (where mmap() must be EPERM);
+ *    namespace and in a child one (where mmap() must be EPERM); SAMPLE
+ *    in a tight loop of two threads that bounce a byte over pipes, so
+ *    that the kernel reads words (and totals) while their probes write
+ *    them, which is where KCSAN can see a store that is not marked;
  *  - with -k MODULE: unload and load cycles under all of it, track_all=1
  *    and =0 in turn (an unload is refused while anyone holds the device).
  *
@@ -96,6 +99,7 @@ struct stats {
 	unsigned long debugfs_reads, debugfs_rows, lists, listed;
 	unsigned long ns_lists, ns_reads, ns_mmap_eperm;
 	unsigned long unloads, refused, loads, opens_absent;
+	unsigned long hot_samples, hot_switches;
 	unsigned long mprotect_refused, mremap_refused;
 	unsigned long failures;
 	char first_failure[512];
@@ -859,6 +863,70 @@ static void list_all(struct taskstate_entry *e, unsigned long *lists,
 	__atomic_fetch_add(listed, l.filled, __ATOMIC_RELAXED);
 }
 
+/* Two threads bouncing a byte: their words change at every switch. */
+static int bounce[2][2];
+static uint32_t hot_tid[2];
+
+static void *bouncer_main(void *arg)
+{
+	int i = (int)(uintptr_t)arg;
+	char c;
+
+	__atomic_store_n(&hot_tid[i], (uint32_t)ts_gettid(), __ATOMIC_RELEASE);
+	while (read(bounce[i][0], &c, 1) == 1) {
+		if (i == 0)
+			bump(&st->hot_switches);
+		if (write(bounce[!i][1], &c, 1) != 1)
+			break;
+	}
+	return NULL;
+}
+
+/* SAMPLE the bouncers, with totals when the module keeps them, flat out. */
+static void *hot_reader_main(void *arg)
+{
+	struct taskstate_entry e[2];
+	struct taskstate_totals t[2];
+	struct fuzzer f = {};
+	uint64_t now;
+	int n, i;
+
+	while (!stopping()) {
+		if (quiescing() || !open_dev(&f)) {
+			ts_sleep_ms(2);
+			continue;
+		}
+		for (n = 0; n < 2000 && !stopping() && !quiescing(); n++) {
+			struct taskstate_sample smp = {
+				.size = sizeof(smp), .count = 2,
+				.entries = (uintptr_t)e,
+				.totals = f.totals ? (uintptr_t)t : 0,
+			};
+
+			for (i = 0; i < 2; i++)
+				e[i].tid = __atomic_load_n(&hot_tid[i], __ATOMIC_ACQUIRE);
+			if (ioctl(f.fd, TASKSTATE_IOC_SAMPLE, &smp) < 0) {
+				failf("SAMPLE of the bouncers: %s", strerror(errno));
+				break;
+			}
+			now = taskstate_now_ns();
+			for (i = 0; i < 2; i++) {
+				if (!e[i].tgid)
+					continue;	/* not tracked (track_all=0) */
+				if (!word_ok(e[i].word, true, now) ||
+				    (f.totals && t[i].start_ns &&
+				     !taskstate_totals_match(e[i].word, &t[i])))
+					failf("SAMPLE of bouncer %u: word %#llx, totals %s",
+					      e[i].tid, (unsigned long long)e[i].word,
+					      t[i].start_ns ? "do not match" : "unreadable");
+			}
+			bump(&st->hot_samples);
+		}
+		close(f.fd);
+	}
+	return NULL;
+}
+
 static void *reader_main(void *arg)
 {
 	struct taskstate_entry *e = calloc(BUF_ENTRIES, sizeof(*e));
@@ -1000,6 +1068,8 @@ static void print_stats(double secs)
 	       st->threads, st->procs, st->reuse_tries, st->reused);
 	printf("# readers: debugfs %lu reads (%lu rows), LIST %lu (%lu entries)\n",
 	       st->debugfs_reads, st->debugfs_rows, st->lists, st->listed);
+	printf("# hot words: %lu SAMPLEs of two threads that switched %lu times\n",
+	       st->hot_samples, st->hot_switches);
 	printf("# child pid namespace: LIST %lu, debugfs %lu, mmap EPERM %lu\n",
 	       st->ns_lists, st->ns_reads, st->ns_mmap_eperm);
 	printf("# module: %lu unloads, %lu loads, %lu unloads refused while held, %lu opens while unloaded\n",
@@ -1009,7 +1079,7 @@ static void print_stats(double secs)
 int main(int argc, char **argv)
 {
 	struct fuzzer fz[NR_FUZZERS] = {};
-	pthread_t unmapper, tchurn, pchurn, reader, cycler;
+	pthread_t unmapper, tchurn, pchurn, reader, cycler, hot, bouncer[2];
 	uint64_t seed = 0, start, end;
 	unsigned int secs = 20, t = 0;
 	unsigned long ioctls = 0;
@@ -1091,6 +1161,18 @@ int main(int argc, char **argv)
 	pthread_create(&tchurn, NULL, thread_churn_main, NULL);
 	pthread_create(&pchurn, NULL, proc_churn_main, NULL);
 	pthread_create(&reader, NULL, reader_main, NULL);
+	for (i = 0; i < 2; i++)
+		if (pipe(bounce[i]) ||
+		    pthread_create(&bouncer[i], NULL, bouncer_main,
+				   (void *)(uintptr_t)i)) {
+			printf("not ok 1 soak: bouncers: %s\n", strerror(errno));
+			return 1;
+		}
+	if (write(bounce[0][1], "x", 1) != 1) {
+		printf("not ok 1 soak: bouncers: %s\n", strerror(errno));
+		return 1;
+	}
+	pthread_create(&hot, NULL, hot_reader_main, NULL);
 	if (ko)
 		pthread_create(&cycler, NULL, cycler_main, NULL);
 
@@ -1108,6 +1190,11 @@ int main(int argc, char **argv)
 	pthread_join(tchurn, NULL);
 	pthread_join(pchurn, NULL);
 	pthread_join(reader, NULL);
+	pthread_join(hot, NULL);
+	for (i = 0; i < 2; i++)
+		close(bounce[i][1]);	/* their reads end */
+	for (i = 0; i < 2; i++)
+		pthread_join(bouncer[i], NULL);
 	if (ko)
 		pthread_join(cycler, NULL);
 	if (waitpid(nsreader, &status, 0) != nsreader || !WIFEXITED(status) ||
@@ -1122,10 +1209,10 @@ int main(int argc, char **argv)
 			ioctls += st->calls[c][i];
 	/* A soak that did nothing proves nothing. */
 	if (ioctls < 100 || !st->procs || !st->threads || !st->lists ||
-	    !st->ns_lists || (ko && !st->unloads))
-		failf("too little done: %lu calls, %lu processes, %lu threads, %lu lists, %lu in the child namespace, %lu unloads",
+	    !st->ns_lists || (ko && !st->unloads) || st->hot_samples < 100)
+		failf("too little done: %lu calls, %lu processes, %lu threads, %lu lists, %lu in the child namespace, %lu unloads, %lu hot samples",
 		      ioctls, st->procs, st->threads, st->lists, st->ns_lists,
-		      st->unloads);
+		      st->unloads, st->hot_samples);
 	if (st->failures) {
 		printf("not ok 1 soak: %lu unexpected results, the first: %s\n",
 		       st->failures, st->first_failure);
