@@ -33,49 +33,60 @@ CROSSARM64=(CC=aarch64-linux-gnu-gcc EXTRA_LDFLAGS=-static)
 
 # What must never appear in a test boot's kernel log: any report of the
 # debug kernels' checkers too (lockdep, KASAN, KCSAN: "BUG: KCSAN:",
-# RCU, DEBUG_OBJECTS, DEBUG_LIST, kmemleak after run_vm.sh's scan).
+# RCU, DEBUG_OBJECTS, DEBUG_LIST; kmemleak's verdict is run_vm.sh's
+# leak check, whose scans at the start may log leaks from the boot).
 BAD='BUG:|WARNING:|Oops|Kernel panic|Call Trace|'\
 'sleeping function called from invalid context|circular locking|'\
 'recursive locking|inconsistent lock state|lockdep is turned off|'\
 'DEBUG_LOCKS_WARN_ON|KASAN|UBSAN|'\
 'rcu: INFO|soft lockup|blocked for more than|general protection fault[:,]|'\
-'ODEBUG|list_add corruption|list_del corruption|suspected memory leak'
+'ODEBUG|list_add corruption|list_del corruption'
 
 # KCSAN's reports, out of a kernel log (the kcsan kernel).  A report is
 # the module's when one of the two racing accesses is in module code: the
-# first frame under "read/write ... to 0x..." ends in [taskstate...].
-# Otherwise both accesses are the kernel's own, though the module may
-# have led there (its probes and readers read the clock with
-# ktime_get_boot_fast_ns(), whose latch reader races with
-# timekeeping_update() by design; a copy_to_user() can fault and flush
-# a TLB): those are listed by title, not failed, for no annotation in the
-# module could touch them.  Prints the log without KCSAN reports; appends
-# the module's reports to OURS and the others' titles to KERNEL.
+# first frame under "read/write ... to 0x..." ends in [taskstate...]
+# (the module or a test module).  Otherwise both accesses are the
+# kernel's own, though the module may have led there (its probes and
+# readers read the clock with ktime_get_boot_fast_ns(), whose latch
+# reader races with timekeeping_update() by design; a copy_to_user() can
+# fault and flush a TLB): those are listed by title, not failed, for no
+# annotation in the module could touch them.  Only lines of the report's
+# own shapes are taken into it: another CPU's line printed in the middle
+# goes on to the BAD check.  A report cut short (no closing line) counts
+# as the module's.  Prints the log without KCSAN reports; appends the
+# module's reports to OURS and the others' titles to KERNEL.
 kcsan_split() {	# log ours kernel
 	awk -v ours="$2" -v kernel="$3" '
+	{ sub(/\r$/, "") }	# the serial console ends lines in CR LF
 	/BUG: KCSAN:/ { inb = 1; blk = ""; mine = 0; want = 0; title = $0 }
 	!inb { print; next }
 	{
-		blk = blk $0 "\n"
 		line = $0
 		sub(/^\[[ 0-9.]*\] */, "", line)
-		if (line ~ /(read|write).* to 0x/)
+		frame = line ~ /^ *[^ ]+\+0x[0-9a-f]+\/0x[0-9a-f]+/
+		if (line ~ / to 0x[0-9a-f]+ of [0-9]+ bytes by /)
 			want = 1
-		else if (want && line != "") {
+		else if (want && frame) {
 			if (line ~ /\[taskstate/)
 				mine = 1
 			want = 0
+		} else if (!frame && line !~ /^$|BUG: KCSAN:|^value changed|^bits changed|^Reported by|^CPU: |^Hardware name|reordered|^=+$/) {
+			print	# not part of the report: another CPU
+			next
 		}
+		blk = blk $0 "\n"
 		if (line ~ /^=+$/) {
 			if (mine) {
 				printf "%s", blk >> ours
 			} else {
 				sub(/^.*BUG: KCSAN: /, "", title)
+				sub(/\+0x[0-9a-f]+\/0x[0-9a-f]+/, "", title)
 				print title >> kernel
 			}
 			inb = 0
 		}
-	}' "$1"
+	}
+	END { if (inb) printf "%s", blk >> ours }' "$1"
 }
 
 passed=0 failed=0 skipped=0
@@ -138,7 +149,9 @@ boot() {	# kver out name accel sections
 	local tmo=$VM_TIMEOUT append=""
 	case $kver in *-ts-*) tmo=$VM_TIMEOUT_DEBUG ;; esac
 	# The kernel's own races (see kcsan_split()) must not end the boot.
-	case $kver in *-ts-kcsan) append=panic_on_warn=0 ;; esac
+	# A log buffer that holds every report of an hour's boot.
+	case $kver in *-ts-*) append="log_buf_len=64M" ;; esac
+	case $kver in *-ts-kcsan) append+=" panic_on_warn=0" ;; esac
 	rm -rf "$res"
 	mkdir -p "$res"
 	case $kver in
@@ -179,6 +192,12 @@ boot() {	# kver out name accel sections
 		[ ! -f "$res/console.log" ] ||
 			kcsan_split "$res/console.log" /dev/null /dev/null
 	} > "$res/log-checked.txt"
+	# Every report the console saw must be in the log taken at the end.
+	if [ "$(tr -d '\r' < "$res/console.log" 2>/dev/null | grep -c 'BUG: KCSAN:')" -gt \
+	     "$(grep -c 'BUG: KCSAN:' "$res/dmesg.txt" 2>/dev/null)" ]; then
+		echo "KCSAN: the console saw reports the kernel log no longer holds" \
+			>> "$res/kcsan-module.txt"
+	fi
 	if [ -s "$res/kcsan-kernel.txt" ]; then
 		echo "# $kver ($name): $(wc -l < "$res/kcsan-kernel.txt") KCSAN reports of races between two kernel accesses (not the module's), by title:"
 		sort "$res/kcsan-kernel.txt" | uniq -c | sed 's/^/#   /'

@@ -215,7 +215,7 @@ struct fuzzer {
 	uint64_t seed;
 	int fd;
 	bool totals;			/* the open module keeps totals */
-	uint32_t map_entries;
+	uint32_t map_entries, max_threads;
 	uint64_t map_size;
 	char *arg;			/* two pages: the argument struct */
 	struct taskstate_entry *ent;	/* BUF_ENTRIES */
@@ -268,6 +268,15 @@ static uint32_t arg_size(uint64_t *s, uint32_t ver0, uint32_t cur,
 	case 8: return (uint32_t)rnd(s);
 	default: return cur;
 	}
+}
+
+/*
+ * A size between version 0's and the current one would cut a pointer
+ * field in two, and the kernel would write to what is left of it.
+ */
+static uint32_t whole_fields(uint32_t size, uint32_t ver0, uint32_t cur)
+{
+	return size > ver0 && size < cur ? ver0 : size;
 }
 
 static uint32_t some_count(uint64_t *s, uint32_t max)
@@ -354,7 +363,9 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 		cur = TASKSTATE_LIST_SIZE_VER1;
 		max = TASKSTATE_LIST_MAX;
 		n = t->count = some_count(s, max);
-		/* The buffer holds BUF_ENTRIES; more than are ever tracked. */
+		/* The buffer holds BUF_ENTRIES: more than can be tracked. */
+		if (n > BUF_ENTRIES && n <= max && f->max_threads >= BUF_ENTRIES)
+			n = t->count = BUF_ENTRIES;
 		t->pid = below(s, 2) ? 0 : some_tid(s);
 		t->entries = pointer(f, bufp, f->ent);
 		if (below(s, 2)) {
@@ -395,7 +406,7 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 			((uint32_t *)a)[1] = 1U << below(s, 32);
 			flags = true;
 		}
-		size = arg_size(s, ver0, cur, &tail);
+		size = whole_fields(arg_size(s, ver0, cur, &tail), ver0, cur);
 		/* A version 0 struct has no totals: the kernel ignores them. */
 		if (size < cur)
 			totp = -1;
@@ -650,6 +661,7 @@ static bool open_dev(struct fuzzer *f)
 	}
 	f->totals = info.map_flags & TASKSTATE_MAP_F_TOTALS;
 	f->map_entries = info.map_entries;
+	f->max_threads = info.max_threads;
 	f->map_size = info.map_size;
 	return true;
 }
@@ -666,7 +678,7 @@ static void *fuzzer_main(void *arg)
 			continue;
 		}
 		/* Hold the device for a batch, then let an unload through. */
-		for (i = 0; i < 40 && !stopping(); i++) {
+		for (i = 0; i < 40 && !stopping() && !quiescing(); i++) {
 			if (!below(&s, 16))
 				fuzz_mmap(f, &s);
 			else
@@ -1028,8 +1040,13 @@ static void *cycler_main(void *arg)
 
 	while (!stopping()) {
 		ts_sleep_ms(300);
+		/*
+		 * Until the unload goes through (up to ~20 s: a batch can hold
+		 * a TRACK's grace period or a 65536-entry SAMPLE, slow under
+		 * KASAN and emulation).
+		 */
 		__atomic_store_n(&st->quiesce, 1, __ATOMIC_RELAXED);
-		for (i = 0; i < 2000 && !stopping(); i++) {
+		for (i = 0; i < 100000 && !stopping(); i++) {
 			if (syscall(SYS_delete_module, "taskstate", O_NONBLOCK) == 0)
 				break;
 			if (errno != EWOULDBLOCK && errno != EBUSY) {

@@ -322,8 +322,8 @@ struct taskstate_sample {
  *         E2BIG)
  * @entries: in: pointer to struct taskstate_entry[@count]
  * @filled: out: entries written
- * @total: out: matching tracked threads; a caller whose buffer was too
- *         small retries with a larger one
+ * @total: out: matching tracked threads that have a word (see below); a
+ *         caller whose buffer was too small retries with a larger one
  * @totals: in, version 1: 0, or a pointer to struct
  *          taskstate_totals[@count], as in SAMPLE
  *
