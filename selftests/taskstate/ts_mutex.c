@@ -75,6 +75,7 @@ struct stress {
 	int overlaps;		/* times one found another inside */
 	unsigned long counter;	/* plain, protected by m */
 	unsigned int done;
+	int go;			/* all created: start together */
 	struct amutex_stats sum;
 };
 
@@ -95,6 +96,12 @@ static void *stress_thread(void *arg)
 	unsigned int i, k;
 	int ret = 0;
 
+	/*
+	 * Together, or on a slow kernel (KASAN under emulation) each thread
+	 * can be done before the next one is created: no contention.
+	 */
+	while (!__atomic_load_n(&s->go, __ATOMIC_ACQUIRE))
+		sched_yield();
 	for (i = 0; i < STRESS_ITERS; i++) {
 		ret |= amutex_lock(&s->m);
 		if (__atomic_fetch_add(&s->inside, 1, __ATOMIC_RELAXED))
@@ -126,6 +133,7 @@ TEST_F_TIMEOUT(mx, stress_exclusion_counter_no_lost_wakeup, WATCHDOG_S + 30)
 	amutex_dead_check_ns = 0;
 	for (i = 0; i < STRESS_THREADS; i++)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, stress_thread, &s));
+	__atomic_store_n(&s.go, 1, __ATOMIC_RELEASE);
 	while (__atomic_load_n(&s.done, __ATOMIC_ACQUIRE) < STRESS_THREADS &&
 	       mono_ns() < end)
 		ts_sleep_ms(10);
