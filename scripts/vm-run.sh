@@ -110,6 +110,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work"/{bin,dev,proc,sys,mnt,results,tmp,lib/modules}
 cp "$busybox" "$work/bin/busybox"
+: > "$work/lib/modules/order"	# none for the debug kernels (built in)
 for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev \
 	 virtio_pci netfs fscache 9pnet 9pnet_virtio 9p; do
 	[ "$moddir" != / ] || break
