@@ -233,7 +233,13 @@ static bool ptr_bad_for_read(int p)
 	return p == P_NULL || p == P_NONE || p == P_KERNEL || p == P_HIGH;
 }
 
-static uint64_t pointer(struct fuzzer *f, int kind, void *valid)
+/* Mostly a valid pointer, else any kind of bad one. */
+static int some_ptr(uint64_t *s)
+{
+	return below(s, 4) ? P_VALID : below(s, NR_PTRS);
+}
+
+static uint64_t pointer(int kind, void *valid)
 {
 	switch (kind) {
 	case P_NULL: return 0;
@@ -314,7 +320,7 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 	/* ioctl()'s own argument is a long: no bits above 31 on 32-bit. */
 	if (argp == P_HIGH && sizeof(long) == 4)
 		argp = P_KERNEL;
-	bufp = below(s, 4) ? P_VALID : below(s, NR_PTRS);
+	bufp = some_ptr(s);
 	switch (cmd) {
 	case C_INFO:
 		ver0 = TASKSTATE_INFO_SIZE_VER0;
@@ -349,10 +355,10 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 		n = t->count = some_count(s, max);
 		for (i = 0; i < n && i < 256; i++)
 			f->ent[i].tid = some_tid(s);	/* the rest: earlier tids */
-		t->entries = pointer(f, bufp, f->ent);
+		t->entries = pointer(bufp, f->ent);
 		if (below(s, 2)) {
-			totp = below(s, 4) ? P_VALID : below(s, NR_PTRS);
-			t->totals = pointer(f, totp, f->tot);
+			totp = some_ptr(s);
+			t->totals = pointer(totp, f->tot);
 		}
 		break;
 	}
@@ -367,10 +373,10 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 		if (n > BUF_ENTRIES && n <= max && f->max_threads >= BUF_ENTRIES)
 			n = t->count = BUF_ENTRIES;
 		t->pid = below(s, 2) ? 0 : some_tid(s);
-		t->entries = pointer(f, bufp, f->ent);
+		t->entries = pointer(bufp, f->ent);
 		if (below(s, 2)) {
-			totp = below(s, 4) ? P_VALID : below(s, NR_PTRS);
-			t->totals = pointer(f, totp, f->tot);
+			totp = some_ptr(s);
+			t->totals = pointer(totp, f->tot);
 		}
 		break;
 	}
@@ -383,7 +389,7 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 		n = t->count = some_count(s, max);
 		for (i = 0; i < n && i < 256; i++)
 			f->loc[i].tid = some_tid(s);	/* the rest: earlier tids */
-		t->locations = pointer(f, bufp, f->loc);
+		t->locations = pointer(bufp, f->loc);
 		break;
 	}
 	}
@@ -435,7 +441,7 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 		if (argp == P_MISALIGNED)
 			memmove(a + 1, a, page);
 	}
-	ret = ioctl(f->fd, req, (void *)(uintptr_t)pointer(f, argp, a));
+	ret = ioctl(f->fd, req, (void *)(uintptr_t)pointer(argp, a));
 	now = taskstate_now_ns();
 	res = result_of((int)ret);
 	count(cmd, res);
