@@ -18,6 +18,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include "probes.h"
 #include "readers.h"
 #include "table.h"
 
@@ -126,8 +127,10 @@ static int ts_apply(struct task_struct *p, bool process, bool track,
 }
 
 /*
- * TRACK and UNTRACK.  Tracking publishes the slots, waits a grace period,
- * then gives the threads their current state (ts_snapshot()).  A table
+ * TRACK and UNTRACK.  Tracking attaches the probes if they are not
+ * (ts_probes_get()), publishes the slots, waits a grace period, then
+ * gives the threads their current state (ts_snapshot()).  Untracking the
+ * last tracked thread detaches them.  A table
  * that fills up part way leaves the threads tracked so far tracked, and
  * the call fails with ENOSPC.
  */
@@ -148,6 +151,12 @@ static long ts_ioctl_track(void __user *uarg, bool track)
 	process = args.flags & TASKSTATE_TRACK_PROCESS;
 	args.nr_threads = 0;
 
+	/* The probes first: every slot must have its free probe. */
+	if (track) {
+		ret = ts_probes_get();
+		if (ret)
+			return ret;
+	}
 	rcu_read_lock();
 	p = ts_find(args.id, process);
 	if (p) {
@@ -155,6 +164,10 @@ static long ts_ioctl_track(void __user *uarg, bool track)
 		get_task_struct(p);
 	}
 	rcu_read_unlock();
+	if (track)
+		ts_probes_put();
+	else if (!READ_ONCE(ts_nr_tracked))
+		ts_probes_idle();
 	if (!p)
 		return -ESRCH;
 

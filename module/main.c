@@ -20,7 +20,7 @@
 static unsigned int max_threads = 32768;
 module_param(max_threads, uint, 0444);
 MODULE_PARM_DESC(max_threads,
-		 "Most threads tracked at once, 64..4194304 (default 32768); about 124 bytes each on 64-bit. Threads beyond it go untracked and are counted.");
+		 "Most threads tracked at once, 64..4194304 (default 32768); about 132 bytes each on 64-bit. Threads beyond it go untracked and are counted.");
 
 static bool track_all = true;
 module_param(track_all, bool, 0444);
@@ -47,7 +47,7 @@ static int __init taskstate_init(void)
 	if (ret)
 		return ret;
 	probes_since = ktime_get_ns();
-	ret = ts_probes_register(track_all);
+	ret = ts_probes_init(track_all);
 	if (ret)
 		goto out_table;
 	if (track_all)
@@ -61,7 +61,7 @@ static int __init taskstate_init(void)
 
 out_debugfs:
 	ts_debugfs_exit();
-	ts_probes_unregister();
+	ts_probes_exit();
 out_table:
 	ts_table_exit();
 	return ret;
@@ -71,7 +71,7 @@ static void __exit taskstate_exit(void)
 {
 	ts_dev_exit();
 	ts_debugfs_exit();
-	ts_probes_unregister();
+	ts_probes_exit();
 	ts_table_exit();
 }
 

@@ -46,10 +46,15 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/jump_label.h>
 #include <linux/kernel.h>
+#include <linux/moduleparam.h>
+#include <linux/mutex.h>
 #include <linux/sched.h>
+#include <linux/sysfs.h>
 #include <linux/timekeeping.h>
 #include <linux/tracepoint.h>
+#include <linux/workqueue.h>
 #include <trace/events/sched.h>
 #include <trace/events/task.h>
 #include "states.h"
@@ -67,7 +72,6 @@ static bool ts_inherit_all;
  * UNTRACK racing clone() leaves children tracked.
  */
 #include <linux/delay.h>
-#include <linux/moduleparam.h>
 
 static unsigned int newtask_delay_us;
 module_param(newtask_delay_us, uint, 0644);
@@ -107,8 +111,6 @@ static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
 	struct ts_slot *ps, *ns;
 	u64 now;
 
-	if (!ts_active())
-		return;
 	ps = ts_lookup(prev);
 	ns = ts_lookup(next);
 	if (!ps && !ns)
@@ -134,11 +136,8 @@ static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
  */
 static void ts_probe_wakeup(void *data, struct task_struct *p)
 {
-	struct ts_slot *s;
+	struct ts_slot *s = ts_lookup(p);
 
-	if (!ts_active())
-		return;
-	s = ts_lookup(p);
 	if (s)
 		ts_set(s, ts_task_on_cpu(p) ? TASKSTATE_RUNNING :
 					      TASKSTATE_RUNNABLE,
@@ -173,10 +172,11 @@ static void ts_probe_newtask(void *data, struct task_struct *child,
 	ts_track_child(child, current, ts_inherit_all);
 }
 
+/* The last tracked thread gone: the probes can go too (ts_probes_idle()). */
 static void ts_probe_free(void *data, struct task_struct *t)
 {
-	if (ts_lookup(t))
-		ts_untrack(t);
+	if (ts_lookup(t) && ts_untrack(t) && !READ_ONCE(ts_nr_tracked))
+		ts_probes_idle();
 }
 
 /*
@@ -188,7 +188,7 @@ static void ts_probe_free(void *data, struct task_struct *t)
 static void ts_probe_exec(void *data, struct task_struct *p, pid_t old_pid,
 			  struct linux_binprm *bprm)
 {
-	if (READ_ONCE(p->pid) != old_pid && ts_active() && ts_lookup(p))
+	if (READ_ONCE(p->pid) != old_pid && ts_lookup(p))
 		ts_retid(p);
 }
 
@@ -222,6 +222,30 @@ static struct ts_tracepoint {
 	{ "sched_switch",	ts_probe_switch },
 };
 
+/*
+ * Attached only while something is tracked.  With track_all, from load to
+ * unload.  Otherwise TRACK attaches them (ts_probes_get()) before it
+ * inserts a slot, and they are detached by ts_detach_work once nothing is
+ * tracked: then the tracepoints' static keys are off again (unless
+ * another tracer uses them), and an untracked switch costs nothing.
+ *
+ * Why nothing is missed: every slot is inserted either by TRACK, which
+ * holds ts_attach_lock from the attach to the insert, or by the newtask
+ * probe for a tracked creator (ts_track_child() checks the creator under
+ * ts_lock), which needs a slot already in the table.  So once the detach
+ * work, holding ts_attach_lock, has read ts_nr_tracked == 0, no slot can
+ * appear until a TRACK that waits for the lock and attaches again.  The
+ * free probe is attached before any slot exists and detached after the
+ * last one is gone, so no freed task_struct keeps a slot (which would
+ * hand its word to the next task allocated at that address).  A TRACK
+ * that runs while the probes are being attached or just were gets its
+ * threads' state from the snapshot, a grace period after the insert, as
+ * at any other time.
+ */
+static DEFINE_MUTEX(ts_attach_lock);
+static bool ts_attached;		/* under ts_attach_lock */
+static bool ts_keep_attached;		/* track_all, fixed at load */
+
 static void ts_find_tracepoint(struct tracepoint *tp, void *priv)
 {
 	unsigned int i;
@@ -232,26 +256,123 @@ static void ts_find_tracepoint(struct tracepoint *tp, void *priv)
 }
 
 /*
- * Unregister the first @n probes.  After this no probe runs or will run,
- * and no slot the probes released still waits for its grace period
- * (ts_slot_reuse() is an RCU callback): the table can be freed.
+ * Unregister the first @n probes and wait until none runs: a probe that
+ * started before stays on the old list of its tracepoint until then.
  */
-static void ts_probes_unregister_first(unsigned int n)
+static void ts_detach_first(unsigned int n)
 {
 	while (n--)
 		tracepoint_probe_unregister(ts_tps[n].tp, ts_tps[n].probe,
 					    NULL);
 	tracepoint_synchronize_unregister();
-	rcu_barrier();
 }
 
-int ts_probes_register(bool track_all)
+static int ts_attach_locked(void)
 {
 	unsigned int i;
 	int ret;
 
+	lockdep_assert_held(&ts_attach_lock);
+	if (ts_attached)
+		return 0;
+	for (i = 0; i < ARRAY_SIZE(ts_tps); i++) {
+		ret = tracepoint_probe_register(ts_tps[i].tp, ts_tps[i].probe,
+						NULL);
+		if (ret) {
+			pr_err("cannot attach to tracepoint %s: %d\n",
+			       ts_tps[i].name, ret);
+			ts_detach_first(i);
+			return ret;
+		}
+	}
+	ts_attached = true;
+	return 0;
+}
+
+static void ts_detach_locked(void)
+{
+	lockdep_assert_held(&ts_attach_lock);
+	if (!ts_attached)
+		return;
+	ts_detach_first(ARRAY_SIZE(ts_tps));
+	ts_attached = false;
+}
+
+static void ts_detach_fn(struct work_struct *work)
+{
+	mutex_lock(&ts_attach_lock);
+	if (!ts_keep_attached && !READ_ONCE(ts_nr_tracked))
+		ts_detach_locked();
+	mutex_unlock(&ts_attach_lock);
+}
+
+static DECLARE_WORK(ts_detach_work, ts_detach_fn);
+
+/*
+ * Nothing may be tracked any more: detach, from a worker (the caller may
+ * be the free probe, in an RCU callback, or hold ts_attach_lock), which
+ * looks again under the lock.
+ */
+void ts_probes_idle(void)
+{
+	if (!ts_keep_attached)
+		queue_work(system_wq, &ts_detach_work);
+}
+
+/*
+ * For TRACK: the probes attached, and kept so until ts_probes_put(); the
+ * slots must be inserted in between.
+ */
+int ts_probes_get(void)
+{
+	int ret;
+
+	mutex_lock(&ts_attach_lock);
+	ret = ts_attach_locked();
+	if (ret)
+		mutex_unlock(&ts_attach_lock);
+	return ret;
+}
+
+void ts_probes_put(void)
+{
+	/* A TRACK that inserted nothing (or threads gone already). */
+	if (!READ_ONCE(ts_nr_tracked))
+		ts_probes_idle();
+	mutex_unlock(&ts_attach_lock);
+}
+
+/* How many of the hooked tracepoints have their static key on. */
+static int ts_tracepoints_on_get(char *buf, const struct kernel_param *kp)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < ARRAY_SIZE(ts_tps); i++)
+		if (ts_tps[i].tp && static_key_enabled(&ts_tps[i].tp->key))
+			n++;
+	return sysfs_emit(buf, "%u\n", n);
+}
+
+static const struct kernel_param_ops ts_tracepoints_on_ops = {
+	.get = ts_tracepoints_on_get,
+};
+
+module_param_cb(tracepoints_on, &ts_tracepoints_on_ops, NULL, 0444);
+MODULE_PARM_DESC(tracepoints_on,
+		 "Read-only: how many of the 6 scheduler tracepoints taskstate hooks are enabled (their static key on): 6 while its probes are attached, 0 with track_all=0 and nothing tracked unless another tracer uses them.");
+
+/*
+ * At load: find the tracepoints, and with @track_all attach for good.
+ * Without it nothing is attached until the first TRACK.
+ */
+int ts_probes_init(bool track_all)
+{
+	unsigned int i;
+	int ret = 0;
+
 	ts_check_prototypes();
 	ts_inherit_all = track_all;
+	ts_keep_attached = track_all;
 	for (i = 0; i < ARRAY_SIZE(ts_tps); i++)
 		ts_tps[i].tp = NULL;
 	for_each_kernel_tracepoint(ts_find_tracepoint, NULL);
@@ -262,25 +383,27 @@ int ts_probes_register(bool track_all)
 			return -ENOENT;
 		}
 	}
-	for (i = 0; i < ARRAY_SIZE(ts_tps); i++) {
-		ret = tracepoint_probe_register(ts_tps[i].tp, ts_tps[i].probe,
-						NULL);
-		if (ret) {
-			pr_err("cannot attach to tracepoint %s: %d\n",
-			       ts_tps[i].name, ret);
-			goto out_unregister;
-		}
+	if (track_all) {
+		mutex_lock(&ts_attach_lock);
+		ret = ts_attach_locked();
+		mutex_unlock(&ts_attach_lock);
 	}
-	return 0;
-
-out_unregister:
-	ts_probes_unregister_first(i);
 	return ret;
 }
 
-void ts_probes_unregister(void)
+/*
+ * At unload, when no file is open (no TRACK or UNTRACK can run): detach,
+ * let a queued detach finish, and wait for the slots the probes and
+ * UNTRACK released (ts_slot_reuse() is an RCU callback): then the table
+ * can be freed.
+ */
+void ts_probes_exit(void)
 {
-	ts_probes_unregister_first(ARRAY_SIZE(ts_tps));
+	mutex_lock(&ts_attach_lock);
+	ts_detach_locked();
+	mutex_unlock(&ts_attach_lock);
+	cancel_work_sync(&ts_detach_work);
+	rcu_barrier();
 }
 
 #ifdef TS_BENCH
@@ -291,7 +414,6 @@ void ts_probes_unregister(void)
  * tracked (the lookup misses), against a bare clock read and an empty
  * loop.  Preemption is off so no real switch interleaves.
  */
-#include <linux/moduleparam.h>
 #include <linux/sched/task.h>
 
 static unsigned int bench_iters;

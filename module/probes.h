@@ -4,8 +4,11 @@
 
 #include <linux/types.h>
 
-int ts_probes_register(bool track_all);
-void ts_probes_unregister(void);
+int ts_probes_init(bool track_all);
+void ts_probes_exit(void);
+int ts_probes_get(void);
+void ts_probes_put(void);
+void ts_probes_idle(void);
 
 #ifdef TS_BENCH
 void ts_bench_probe(void);

@@ -32,10 +32,10 @@
 #include "states.h"
 #include "table.h"
 
-struct ts_slot *ts_slots;
-struct ts_pub *ts_pub;
-struct hlist_head *ts_buckets;
-unsigned int ts_hash_bits;
+/* What a switch reads besides its two lines: never written after load. */
+struct ts_slot *ts_slots __read_mostly;
+struct ts_pub *ts_pub __read_mostly;
+struct ts_index ts_index __read_mostly;
 unsigned int ts_nr_slots;
 unsigned int ts_nr_tracked;		/* written under ts_lock */
 atomic_long_t ts_nr_untracked;
@@ -49,14 +49,19 @@ int ts_table_init(unsigned int nr_slots)
 {
 	unsigned int i;
 
-	ts_hash_bits = ilog2(roundup_pow_of_two(nr_slots));
+	ts_index.bits = ts_index_bits(nr_slots);
 	ts_slots = kvcalloc(nr_slots, sizeof(*ts_slots), GFP_KERNEL);
-	/* Zeroed and page-backed, so it can be mapped into readers later. */
+	/* Zeroed and page-backed, so it can be mapped into readers. */
 	ts_pub = vmalloc_user(array_size(nr_slots, sizeof(*ts_pub)));
-	ts_buckets = kvcalloc(1U << ts_hash_bits, sizeof(*ts_buckets),
-			      GFP_KERNEL);
+	/*
+	 * A power of two of 64-byte buckets, at least 2 KiB: kmalloc()
+	 * aligns it to its size, vmalloc() to a page, so no bucket straddles
+	 * two cache lines.
+	 */
+	ts_index.buckets = kvcalloc(1U << ts_index.bits,
+				    sizeof(*ts_index.buckets), GFP_KERNEL);
 	ts_free = kvmalloc_array(nr_slots, sizeof(*ts_free), GFP_KERNEL);
-	if (!ts_slots || !ts_pub || !ts_buckets || !ts_free) {
+	if (!ts_slots || !ts_pub || !ts_index.buckets || !ts_free) {
 		ts_table_exit();
 		return -ENOMEM;
 	}
@@ -75,11 +80,11 @@ int ts_table_init(unsigned int nr_slots)
 void ts_table_exit(void)
 {
 	kvfree(ts_free);
-	kvfree(ts_buckets);
+	kvfree(ts_index.buckets);
 	vfree(ts_pub);
 	kvfree(ts_slots);
 	ts_free = NULL;
-	ts_buckets = NULL;
+	ts_index.buckets = NULL;
 	ts_pub = NULL;
 	ts_slots = NULL;
 }
@@ -107,7 +112,7 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 	ts_word_store(&ts_pub[idx].word, 0);
 	ts_pub_take(&ts_pub[idx], READ_ONCE(t->pid));
 	WRITE_ONCE(s->task, t);
-	hlist_add_head_rcu(&s->node, &ts_buckets[hash_ptr(t, ts_hash_bits)]);
+	s->way = ts_index_insert(&ts_index, t, idx);
 	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked + 1);
 	return 0;
 }
@@ -268,6 +273,7 @@ static void ts_slot_reuse(struct rcu_head *head)
 	/* No probe or reader can hold the slot any more: empty it. */
 	ts_pub_reset(&ts_pub[idx]);
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	ts_index_free(&ts_index, s->way);
 	ts_free[ts_nr_free++] = idx;
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
@@ -285,7 +291,7 @@ bool ts_untrack(struct task_struct *t)
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	s = ts_lookup(t);
 	if (s) {
-		hlist_del_rcu(&s->node);
+		ts_index_release(&ts_index, t, s->way);
 		WRITE_ONCE(s->task, NULL);
 		ts_pub_release(ts_slot_pub(s));
 		WRITE_ONCE(ts_nr_tracked, ts_nr_tracked - 1);

@@ -1,36 +1,35 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The tracked-thread table: a fixed number of slots allocated at load,
- * found from a task through an RCU hash keyed by the task_struct pointer.
+ * found from a task through an RCU hash keyed by the task_struct pointer
+ * (index.h).
  */
 #ifndef TASKSTATE_TABLE_H
 #define TASKSTATE_TABLE_H
 
-#include <linux/hash.h>
-#include <linux/rculist.h>
 #include <linux/sched.h>
 #include "compat.h"
 #include "entry.h"
+#include "index.h"
 
 /* The slot's task was tracked with its future threads and children. */
 #define TS_SLOT_INHERIT		0x1
 
 /*
- * Kernel-private half of a slot.  The public half, the word and its
- * owner's identity, lives at the same index in ts_pub[], a page-backed
- * array that can later be mapped read-only into readers.
+ * Kernel-private half of a slot, which no switch touches.  The public
+ * half, the word and its owner's identity, lives at the same index in
+ * ts_pub[], a page-backed array mapped read-only into readers.
  */
 struct ts_slot {
-	struct hlist_node node;		/* in ts_buckets[]; RCU readers */
-	struct task_struct *task;	/* owner, NULL while free */
+	struct task_struct *task;	/* owner, NULL while free; ts_lock */
+	u32 way;			/* in ts_index, until the slot's reuse */
 	unsigned int flags;		/* TS_SLOT_*, under ts_lock */
 	struct rcu_head rcu;		/* defers reuse past lockless readers */
 };
 
 extern struct ts_slot *ts_slots;
 extern struct ts_pub *ts_pub;
-extern struct hlist_head *ts_buckets;
-extern unsigned int ts_hash_bits;
+extern struct ts_index ts_index;
 extern unsigned int ts_nr_slots;
 extern unsigned int ts_nr_tracked;
 extern atomic_long_t ts_nr_untracked;
@@ -42,12 +41,10 @@ extern atomic_long_t ts_nr_untracked;
  */
 static __always_inline struct ts_slot *ts_lookup(const struct task_struct *t)
 {
-	struct ts_slot *s;
+	u32 idx = ts_index_find(&ts_index, t);
 
-	hlist_for_each_entry_rcu(s, &ts_buckets[hash_ptr(t, ts_hash_bits)], node)
-		if (READ_ONCE(s->task) == t)
-			return s;
-	return NULL;
+	/* The slot's address only: a switch does not touch the slot. */
+	return idx == TS_INDEX_NONE ? NULL : &ts_slots[idx];
 }
 
 static __always_inline struct ts_pub *ts_slot_pub(const struct ts_slot *s)
@@ -80,12 +77,6 @@ static inline void ts_pub_release(struct ts_pub *p)
 	WRITE_ONCE(p->gen, p->gen + 1);
 	smp_wmb();	/* pairs with the reader's fence before its 2nd load */
 	WRITE_ONCE(p->tid, 0);
-}
-
-/* Is anything tracked at all?  The probes' first test. */
-static __always_inline bool ts_active(void)
-{
-	return READ_ONCE(ts_nr_tracked) != 0;
 }
 
 int ts_table_init(unsigned int nr_slots);

@@ -65,6 +65,7 @@ section_track_all() {
 	run "$TS_BIN/ts_bpftrace"
 	run "$TS_BIN/ts_review" info_counts_are_system_wide_in_child_pidns \
 		churn_occupancy
+	run "$TS_BIN/ts_attach"
 	check "unload" rmmod taskstate
 }
 
@@ -83,6 +84,7 @@ section_track_none() {
 		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_review" untrack_process_racing_clone \
 		info_counts_are_system_wide_in_child_pidns
+	run "$TS_BIN/ts_attach"
 	check "unload (track_all=0)" rmmod taskstate
 }
 

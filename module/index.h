@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Finding a task's entry: an open hash of cache-line buckets, keyed by
+ * task_struct pointer, each way holding an owner and the index of its
+ * entry.  A switch reads one bucket line here and then the entry's line
+ * (ts_pub[], entry.h): two lines of module data per tracked task, where a
+ * chained hash read a bucket head, a chain node and the entry.
+ *
+ * A task's home bucket is hash_ptr(task).  A task whose home is full
+ * goes to the first later bucket (cyclically) with a free way, and every
+ * bucket it passed counts it in spill: a lookup goes on to the next
+ * bucket only while spill says something went past.  The index has at
+ * least 2.5 ways per slot (ts_index_bits()), so at most 40% of the ways
+ * hold a task when the table is full: with 5 ways a bucket (64-bit), 1.7%
+ * of the buckets overflow then (Poisson, mean 2), and the spilled tasks'
+ * lookups read a third line; with the table a tenth full, one in 10^6.
+ *
+ * A way's life: free (task NULL), owned (task set, idx its entry), then
+ * released (TS_WAY_RELEASED, idx kept) until a grace period has passed,
+ * then free again (ts_index_free(), from the slot's RCU callback).  So a
+ * lockless reader that matched a task and then reads the index (ordered
+ * by smp_rmb(), pairing with the insert's smp_wmb()) reads that task's
+ * index: the way cannot be given to another task under it.  A released
+ * way is not free, so an insert skips it, and at most max_threads ways
+ * are ever not free: an insert always finds a way.
+ *
+ * Changes (insert, release, free) are made under the table's lock; the
+ * lookup is lockless, under RCU (the probes: preemption disabled).
+ *
+ * Plain C on kernel names, so that bench/tbench can compile it in user
+ * space (bench/kshim.h supplies them).
+ */
+#ifndef TASKSTATE_INDEX_H
+#define TASKSTATE_INDEX_H
+
+#ifdef __KERNEL__
+#include <asm/barrier.h>
+#include <linux/build_bug.h>
+#include <linux/compiler.h>
+#include <linux/hash.h>
+#include <linux/types.h>
+#endif
+
+#define TS_BUCKET_BYTES		64
+/* Ways per bucket: 5 with 64-bit pointers, 7 with 32-bit ones. */
+#define TS_BUCKET_WAYS \
+	((TS_BUCKET_BYTES - sizeof(u32)) / (sizeof(void *) + sizeof(u32)))
+/* A released way: equal to no task, and not free until ts_index_free(). */
+#define TS_WAY_RELEASED		((const void *)1)
+#define TS_INDEX_NONE		(~(u32)0)
+
+struct ts_bucket {
+	const void *task[TS_BUCKET_WAYS];
+	u32 idx[TS_BUCKET_WAYS];
+	u32 spill;		/* tasks whose home this is or precedes, after it */
+} __aligned(TS_BUCKET_BYTES);
+
+struct ts_index {
+	struct ts_bucket *buckets;	/* 1 << bits, cache-line aligned */
+	unsigned int bits;
+};
+
+/* Buckets for @nr_slots entries: a power of two, >= 2.5 ways a slot. */
+static inline unsigned int ts_index_bits(unsigned int nr_slots)
+{
+	unsigned long want = (2UL * nr_slots + TS_BUCKET_WAYS - 1) /
+			     TS_BUCKET_WAYS;
+	unsigned int bits = 1;
+
+	while ((1UL << bits) < want)
+		bits++;
+	return bits;
+}
+
+static __always_inline unsigned int ts_index_mask(const struct ts_index *ix)
+{
+	return (1U << ix->bits) - 1;
+}
+
+/*
+ * The entry index of @task, or TS_INDEX_NONE.  Lockless: under RCU, or
+ * under the lock that changes the index.
+ */
+static __always_inline u32 ts_index_find(const struct ts_index *ix,
+					 const void *task)
+{
+	unsigned int mask = ts_index_mask(ix), b = hash_ptr(task, ix->bits);
+	unsigned int n, j;
+
+	/* Bounded even if every spill read non-zero: one lap. */
+	for (n = 0; n <= mask; n++, b = (b + 1) & mask) {
+		const struct ts_bucket *bk = &ix->buckets[b];
+
+		for (j = 0; j < TS_BUCKET_WAYS; j++) {
+			if (READ_ONCE(bk->task[j]) == task) {
+				smp_rmb();	/* the owner, then its index */
+				return READ_ONCE(bk->idx[j]);
+			}
+		}
+		if (!READ_ONCE(bk->spill))
+			break;
+	}
+	return TS_INDEX_NONE;
+}
+
+/*
+ * Give @task a way holding entry @idx.  Caller holds the lock, and @task
+ * has no way.  Returns the way (bucket * TS_BUCKET_WAYS + slot in it),
+ * for ts_index_release().  The spills and the index are stored before
+ * the owner that publishes them.
+ */
+static inline u32 ts_index_insert(struct ts_index *ix, const void *task,
+				  u32 idx)
+{
+	unsigned int mask = ts_index_mask(ix), home = hash_ptr(task, ix->bits);
+	unsigned int b = home, j;
+	struct ts_bucket *bk;
+
+	for (;;) {
+		bk = &ix->buckets[b];
+		for (j = 0; j < TS_BUCKET_WAYS; j++)
+			if (!bk->task[j])
+				goto found;
+		b = (b + 1) & mask;
+	}
+found:
+	for (; home != b; home = (home + 1) & mask)
+		WRITE_ONCE(ix->buckets[home].spill,
+			   ix->buckets[home].spill + 1);
+	WRITE_ONCE(bk->idx[j], idx);
+	smp_wmb();	/* pairs with ts_index_find()'s smp_rmb() */
+	WRITE_ONCE(bk->task[j], task);
+	return b * TS_BUCKET_WAYS + j;
+}
+
+/*
+ * @task no longer owns @way: lookups stop finding it now, and the way
+ * stays taken, with its index, until ts_index_free().  Caller holds the
+ * lock.
+ */
+static inline void ts_index_release(struct ts_index *ix, const void *task,
+				    u32 way)
+{
+	unsigned int mask = ts_index_mask(ix), home = hash_ptr(task, ix->bits);
+	unsigned int b = way / TS_BUCKET_WAYS;
+
+	WRITE_ONCE(ix->buckets[b].task[way % TS_BUCKET_WAYS],
+		   TS_WAY_RELEASED);
+	for (; home != b; home = (home + 1) & mask)
+		WRITE_ONCE(ix->buckets[home].spill,
+			   ix->buckets[home].spill - 1);
+}
+
+/* A grace period after ts_index_release(): @way is free.  Under the lock. */
+static inline void ts_index_free(struct ts_index *ix, u32 way)
+{
+	WRITE_ONCE(ix->buckets[way / TS_BUCKET_WAYS].task[way % TS_BUCKET_WAYS],
+		   NULL);
+}
+
+static inline void ts_index_build_bug(void)
+{
+	BUILD_BUG_ON(sizeof(struct ts_bucket) != TS_BUCKET_BYTES);
+}
+
+#endif /* TASKSTATE_INDEX_H */
