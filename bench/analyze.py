@@ -34,6 +34,8 @@ BENCHES = {
     "pipe_thr": "perf bench sched pipe -T (two threads of one process), "
                 "taskset -c 0 (us per round trip)",
     "hackbench": "hackbench (s per run)",
+    "fork_exit": "bench/spawn fork: fork, child _exit, waitpid (us per op)",
+    "thread_cj": "bench/spawn thread: pthread_create, join (us per op)",
 }
 SCHEME_NAMES = {"a": "a seqcount pair (2)", "b": "b xchg (1)",
                 "c": "c plain store (0, product)",
@@ -532,6 +534,12 @@ def main():
                     f"{fmt(e_r[0])} (95% CI {fmt(e_r[1])}-{fmt(e_r[2])})"
                     + paired_note("E", 1.01) + clean_note("E", 1.01),
                     verdict_le(*e_r, 1.01)))
+    for b, what in (("fork_exit", "fork+exit+wait"),
+                    ("thread_cj", "pthread create+join")):
+        a_r = ratio(b, "A")
+        targets.append((f"Every thread tracked, {what}: A/N <= 1.03",
+                        f"{fmt(a_r[0])} (95% CI {fmt(a_r[1])}-{fmt(a_r[2])})",
+                        verdict_le(*a_r, 1.03)))
     if all(vals("pipe_pinned", c) for c in "TBN"):
         ad = boot_added(vals("pipe_pinned", "T"), vals("pipe_pinned", "B"),
                         vals("pipe_pinned", "N"))
@@ -1099,6 +1107,21 @@ are emulated; on hardware the ratios would differ (not measured).
         except OSError:
             pass
     else:
+        w("not measured\n")
+
+    w("## 5b. Host table microbenchmark (bench/tbench, native)\n")
+    w("The sched_switch probe's memory work, compiled in user space: find "
+      "both tasks' entries and store their words and totals, the chained "
+      "layout the module had before issue 15 (*old*: bucket head, chain "
+      "node, entry) against module/index.h (*new*: one bucket, the entry).  "
+      "*warm*: two tasks switching; *cold*: random pairs of the N tracked "
+      "tasks; *miss*: random untracked tasks.  *lines*: module cache lines "
+      "a tracked task's lookup and store read, counted, not timed.  "
+      "Side by side in one run, rounds interleaved; median [min-max].\n")
+    try:
+        with open(os.path.join(run, "host/tbench.txt")) as f:
+            w("```\n" + f.read().rstrip() + "\n```\n")
+    except OSError:
         w("not measured\n")
 
     L.extend(mlines)

@@ -105,6 +105,10 @@ pipe_bench() {	# cpus loops cap [-T]
 	fi
 }
 
+spawn_bench() {	# fork|thread iterations cap
+	run_capped "$3" '/^us\/op/ { print $2 }' "$bin/spawn" "$1" "$2"
+}
+
 hack_bench() {	# cap
 	# shellcheck disable=SC2086
 	run_capped "$1" '/^Time:/ { print $2 }' "${hb_cmd[@]}" $BENCH_HACKBENCH
@@ -266,6 +270,11 @@ for r in $(seq 1 "$BENCH_ROUNDS"); do
 			fi
 			hack_bench "$BENCH_HACKBENCH_CAP"
 			record hackbench "$r" s
+			# Fork and exit: the newtask and free probes.
+			spawn_bench fork "$BENCH_FORK_N" "$BENCH_HACKBENCH_CAP"
+			record fork_exit "$r" us/op
+			spawn_bench thread "$BENCH_THREAD_N" "$BENCH_HACKBENCH_CAP"
+			record thread_cj "$r" us/op
 			;;
 		esac
 		teardown

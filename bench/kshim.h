@@ -1,11 +1,14 @@
-// SPDX-License-Identifier: GPL-2.0
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The few kernel names module/word.h uses, for user space.  Include this,
- * then "word.h" (with -I<repo>/include for <uapi/linux/taskstate.h>).
+ * The few kernel names module/word.h, entry.h and index.h use, for user
+ * space.  Include this, then the module header (with -I<repo>/include for
+ * <uapi/linux/taskstate.h>).
  *
- * Only what word.h needs: u64, s64, bool, atomic64_t, READ_ONCE(),
+ * Only what they need: u32, u64, s64, bool, atomic64_t, READ_ONCE(),
  * WRITE_ONCE(), IS_ENABLED(CONFIG_64BIT), atomic64_set(), atomic64_read(),
- * atomic64_xchg(), atomic64_try_cmpxchg() and __always_inline.
+ * atomic64_xchg(), atomic64_try_cmpxchg(), the barriers, hash_32(),
+ * hash_64(), hash_ptr(), likely(), unlikely(), BUILD_BUG_ON(), __aligned()
+ * and __always_inline.
  */
 #ifndef TASKSTATE_BENCH_KSHIM_H
 #define TASKSTATE_BENCH_KSHIM_H
@@ -14,6 +17,7 @@
 #include <stdint.h>
 #include <sys/cdefs.h>		/* glibc's __always_inline, if it has one */
 
+typedef uint32_t u32;
 typedef uint64_t u64;
 typedef int64_t s64;
 
@@ -74,6 +78,54 @@ static __always_inline bool atomic64_try_cmpxchg(atomic64_t *v, s64 *old,
 {
 	return __atomic_compare_exchange_n(&v->counter, old, new, false,
 					   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+#define __aligned(x)		__attribute__((__aligned__(x)))
+#define likely(x)		__builtin_expect(!!(x), 1)
+#define unlikely(x)		__builtin_expect(!!(x), 0)
+#define BUILD_BUG_ON(c)		_Static_assert(!(c), #c)
+
+#define barrier()	__asm__ __volatile__("" ::: "memory")
+#if defined(__x86_64__) || defined(__i386__)
+/* x86 orders loads with loads and stores with stores: compiler barriers. */
+#define smp_wmb()	barrier()
+#define smp_rmb()	barrier()
+#define cpu_relax()	__asm__ __volatile__("rep; nop" ::: "memory")
+#else
+#define smp_wmb()	__atomic_thread_fence(__ATOMIC_RELEASE)
+#define smp_rmb()	__atomic_thread_fence(__ATOMIC_ACQUIRE)
+#define cpu_relax()	barrier()
+#endif
+
+/*
+ * include/linux/hash.h's multiplicative hashes, as the kernel computes
+ * them (no arch override on x86 and arm64).
+ */
+#ifdef __LP64__
+#define BITS_PER_LONG		64
+#else
+#define BITS_PER_LONG		32
+#endif
+#define GOLDEN_RATIO_32		0x61C88647u
+#define GOLDEN_RATIO_64		0x61C8864680B583EBull
+
+static inline u32 hash_32(u32 val, unsigned int bits)
+{
+	return (val * GOLDEN_RATIO_32) >> (32 - bits);
+}
+
+static inline u32 hash_64(u64 val, unsigned int bits)
+{
+	return (u32)((val * GOLDEN_RATIO_64) >> (64 - bits));
+}
+
+static inline u32 hash_ptr(const void *ptr, unsigned int bits)
+{
+#ifdef __LP64__
+	return hash_64((uintptr_t)ptr, bits);
+#else
+	return hash_32((uintptr_t)ptr, bits);
+#endif
 }
 
 #endif /* TASKSTATE_BENCH_KSHIM_H */

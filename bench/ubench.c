@@ -47,18 +47,6 @@
 #include "kshim.h"
 #include "../module/word.h"
 
-#define barrier()	__asm__ __volatile__("" ::: "memory")
-#if defined(__x86_64__) || defined(__i386__)
-/* x86 orders loads with loads and stores with stores: compiler barriers. */
-#define smp_wmb()	barrier()
-#define smp_rmb()	barrier()
-#define cpu_relax()	__asm__ __volatile__("rep; nop" ::: "memory")
-#else
-#define smp_wmb()	__atomic_thread_fence(__ATOMIC_RELEASE)
-#define smp_rmb()	__atomic_thread_fence(__ATOMIC_ACQUIRE)
-#define cpu_relax()	barrier()
-#endif
-
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 enum { LO, HI };
 #else

@@ -6,14 +6,15 @@
  * (ts_pub[], entry.h): two lines of module data per tracked task, where a
  * chained hash read a bucket head, a chain node and the entry.
  *
- * A task's home bucket is hash_ptr(task).  A task whose home is full
+ * A task's home bucket is ts_index_hash(task).  A task whose home is full
  * goes to the first later bucket (cyclically) with a free way, and every
  * bucket it passed counts it in spill: a lookup goes on to the next
- * bucket only while spill says something went past.  The index has at
- * least 2.5 ways per slot (ts_index_bits()), so at most 40% of the ways
- * hold a task when the table is full: with 5 ways a bucket (64-bit), 1.7%
- * of the buckets overflow then (Poisson, mean 2), and the spilled tasks'
- * lookups read a third line; with the table a tenth full, one in 10^6.
+ * bucket only while spill says something went past, and stops at once at
+ * a bucket with no way taken and nothing past it.  The index has at
+ * least 2 ways per slot (ts_index_bits(); 2.5 for the default 32768), so
+ * at most half the ways hold a task when the table is full, and a task's
+ * lookup reads a second bucket only if its home bucket overflowed
+ * (bench/tbench counts the lines a lookup reads, and reports them).
  *
  * A way's life: free (task NULL), owned (task set, idx its entry), then
  * released (TS_WAY_RELEASED, idx kept) until a grace period has passed,
@@ -49,10 +50,19 @@
 #define TS_WAY_RELEASED		((const void *)1)
 #define TS_INDEX_NONE		(~(u32)0)
 
+/*
+ * spill: TS_BUCKET_USED while a way is not free, and in the other bits
+ * the count of tasks whose home is this bucket or precedes it that live
+ * after it.  A lookup that reads 0 there is done in one load: nothing is
+ * here and nothing went past, the common miss of an untracked task.
+ */
+#define TS_BUCKET_USED		(1U << 31)
+#define TS_SPILL_COUNT		(TS_BUCKET_USED - 1)
+
 struct ts_bucket {
 	const void *task[TS_BUCKET_WAYS];
 	u32 idx[TS_BUCKET_WAYS];
-	u32 spill;		/* tasks whose home this is or precedes, after it */
+	u32 spill;
 } __aligned(TS_BUCKET_BYTES);
 
 struct ts_index {
@@ -72,6 +82,33 @@ static inline unsigned int ts_index_bits(unsigned int nr_slots)
 	return bits;
 }
 
+/*
+ * The home bucket of @task.  hash_ptr() alone clusters task_struct
+ * addresses: a slab's objects, and slabs from contiguous pages, are
+ * arithmetic progressions, whose products with the golden ratio crowd
+ * some buckets (bench/tbench's address model, 10^6 tasks: 53% of them
+ * spilled, against 1% for a random hash).  Folding the high half in and
+ * multiplying once more before hash_*() spreads them as a random hash
+ * would (1%), for one more multiplication.
+ */
+static __always_inline unsigned int ts_index_hash(const void *task,
+						  unsigned int bits)
+{
+	unsigned long x = (unsigned long)task;
+
+#if BITS_PER_LONG == 64
+	x ^= x >> 32;
+	x *= GOLDEN_RATIO_64;
+	x ^= x >> 32;
+	return hash_64(x, bits);
+#else
+	x ^= x >> 16;
+	x *= GOLDEN_RATIO_32;
+	x ^= x >> 16;
+	return hash_32(x, bits);
+#endif
+}
+
 static __always_inline unsigned int ts_index_mask(const struct ts_index *ix)
 {
 	return (1U << ix->bits) - 1;
@@ -84,20 +121,24 @@ static __always_inline unsigned int ts_index_mask(const struct ts_index *ix)
 static __always_inline u32 ts_index_find(const struct ts_index *ix,
 					 const void *task)
 {
-	unsigned int mask = ts_index_mask(ix), b = hash_ptr(task, ix->bits);
+	unsigned int mask = ts_index_mask(ix);
+	unsigned int b = ts_index_hash(task, ix->bits);
 	unsigned int n, j;
 
 	/* Bounded even if every spill read non-zero: one lap. */
 	for (n = 0; n <= mask; n++, b = (b + 1) & mask) {
 		const struct ts_bucket *bk = &ix->buckets[b];
+		u32 spill = READ_ONCE(bk->spill);
 
+		if (!spill)
+			break;
 		for (j = 0; j < TS_BUCKET_WAYS; j++) {
 			if (READ_ONCE(bk->task[j]) == task) {
 				smp_rmb();	/* the owner, then its index */
 				return READ_ONCE(bk->idx[j]);
 			}
 		}
-		if (!READ_ONCE(bk->spill))
+		if (!(spill & TS_SPILL_COUNT))
 			break;
 	}
 	return TS_INDEX_NONE;
@@ -112,7 +153,8 @@ static __always_inline u32 ts_index_find(const struct ts_index *ix,
 static inline u32 ts_index_insert(struct ts_index *ix, const void *task,
 				  u32 idx)
 {
-	unsigned int mask = ts_index_mask(ix), home = hash_ptr(task, ix->bits);
+	unsigned int mask = ts_index_mask(ix);
+	unsigned int home = ts_index_hash(task, ix->bits);
 	unsigned int b = home, j;
 	struct ts_bucket *bk;
 
@@ -127,6 +169,7 @@ found:
 	for (; home != b; home = (home + 1) & mask)
 		WRITE_ONCE(ix->buckets[home].spill,
 			   ix->buckets[home].spill + 1);
+	WRITE_ONCE(bk->spill, bk->spill | TS_BUCKET_USED);
 	WRITE_ONCE(bk->idx[j], idx);
 	smp_wmb();	/* pairs with ts_index_find()'s smp_rmb() */
 	WRITE_ONCE(bk->task[j], task);
@@ -141,7 +184,8 @@ found:
 static inline void ts_index_release(struct ts_index *ix, const void *task,
 				    u32 way)
 {
-	unsigned int mask = ts_index_mask(ix), home = hash_ptr(task, ix->bits);
+	unsigned int mask = ts_index_mask(ix);
+	unsigned int home = ts_index_hash(task, ix->bits);
 	unsigned int b = way / TS_BUCKET_WAYS;
 
 	WRITE_ONCE(ix->buckets[b].task[way % TS_BUCKET_WAYS],
@@ -151,11 +195,20 @@ static inline void ts_index_release(struct ts_index *ix, const void *task,
 			   ix->buckets[home].spill - 1);
 }
 
-/* A grace period after ts_index_release(): @way is free.  Under the lock. */
+/*
+ * A grace period after ts_index_release(): @way is free, and so is its
+ * bucket once no way in it is taken.  Under the lock.
+ */
 static inline void ts_index_free(struct ts_index *ix, u32 way)
 {
-	WRITE_ONCE(ix->buckets[way / TS_BUCKET_WAYS].task[way % TS_BUCKET_WAYS],
-		   NULL);
+	struct ts_bucket *bk = &ix->buckets[way / TS_BUCKET_WAYS];
+	unsigned int j;
+
+	WRITE_ONCE(bk->task[way % TS_BUCKET_WAYS], NULL);
+	for (j = 0; j < TS_BUCKET_WAYS; j++)
+		if (bk->task[j])
+			return;
+	WRITE_ONCE(bk->spill, bk->spill & ~TS_BUCKET_USED);
 }
 
 static inline void ts_index_build_bug(void)

@@ -225,8 +225,8 @@ static struct ts_tracepoint {
 /*
  * Attached only while something is tracked.  With track_all, from load to
  * unload.  Otherwise TRACK attaches them (ts_probes_get()) before it
- * inserts a slot, and they are detached by ts_detach_work once nothing is
- * tracked: then the tracepoints' static keys are off again (unless
+ * inserts a slot, and they are detached by ts_detach_work a second after
+ * nothing is tracked: then the tracepoints' static keys are off again (unless
  * another tracer uses them), and an untracked switch costs nothing.
  *
  * Why nothing is missed: every slot is inserted either by TRACK, which
@@ -250,9 +250,10 @@ static void ts_find_tracepoint(struct tracepoint *tp, void *priv)
 {
 	unsigned int i;
 
+	/* tracepoints_on can be read meanwhile (sysfs is up before init). */
 	for (i = 0; i < ARRAY_SIZE(ts_tps); i++)
 		if (!strcmp(tp->name, ts_tps[i].name))
-			ts_tps[i].tp = tp;
+			WRITE_ONCE(ts_tps[i].tp, tp);
 }
 
 /*
@@ -306,17 +307,20 @@ static void ts_detach_fn(struct work_struct *work)
 	mutex_unlock(&ts_attach_lock);
 }
 
-static DECLARE_WORK(ts_detach_work, ts_detach_fn);
+static DECLARE_DELAYED_WORK(ts_detach_work, ts_detach_fn);
 
 /*
- * Nothing may be tracked any more: detach, from a worker (the caller may
- * be the free probe, in an RCU callback, or hold ts_attach_lock), which
- * looks again under the lock.
+ * Nothing may be tracked any more: detach, a second later, from a worker
+ * (the caller may be the free probe, in an RCU callback, or hold
+ * ts_attach_lock), which looks again under the lock.  The second keeps a
+ * program that tracks one short-lived thread after another from
+ * patching the tracepoints on and off for each (two grace periods and
+ * text patching on every CPU each time).
  */
 void ts_probes_idle(void)
 {
 	if (!ts_keep_attached)
-		queue_work(system_wq, &ts_detach_work);
+		queue_delayed_work(system_wq, &ts_detach_work, HZ);
 }
 
 /*
@@ -345,11 +349,14 @@ void ts_probes_put(void)
 /* How many of the hooked tracepoints have their static key on. */
 static int ts_tracepoints_on_get(char *buf, const struct kernel_param *kp)
 {
+	struct tracepoint *tp;
 	unsigned int i, n = 0;
 
-	for (i = 0; i < ARRAY_SIZE(ts_tps); i++)
-		if (ts_tps[i].tp && static_key_enabled(&ts_tps[i].tp->key))
+	for (i = 0; i < ARRAY_SIZE(ts_tps); i++) {
+		tp = READ_ONCE(ts_tps[i].tp);
+		if (tp && static_key_enabled(&tp->key))
 			n++;
+	}
 	return sysfs_emit(buf, "%u\n", n);
 }
 
@@ -373,8 +380,6 @@ int ts_probes_init(bool track_all)
 	ts_check_prototypes();
 	ts_inherit_all = track_all;
 	ts_keep_attached = track_all;
-	for (i = 0; i < ARRAY_SIZE(ts_tps); i++)
-		ts_tps[i].tp = NULL;
 	for_each_kernel_tracepoint(ts_find_tracepoint, NULL);
 	for (i = 0; i < ARRAY_SIZE(ts_tps); i++) {
 		if (!ts_tps[i].tp) {
@@ -387,6 +392,13 @@ int ts_probes_init(bool track_all)
 		mutex_lock(&ts_attach_lock);
 		ret = ts_attach_locked();
 		mutex_unlock(&ts_attach_lock);
+		/*
+		 * The probes that were attached may have released slots
+		 * (the free probe): their RCU callbacks must run before
+		 * the caller frees the table.
+		 */
+		if (ret)
+			rcu_barrier();
 	}
 	return ret;
 }
@@ -402,7 +414,7 @@ void ts_probes_exit(void)
 	mutex_lock(&ts_attach_lock);
 	ts_detach_locked();
 	mutex_unlock(&ts_attach_lock);
-	cancel_work_sync(&ts_detach_work);
+	cancel_delayed_work_sync(&ts_detach_work);
 	rcu_barrier();
 }
 

@@ -15,13 +15,16 @@
 #                               (quick: build/bench-mutex-quick-run/REPORT.md)
 #
 # What runs (bench/REPORT.md explains the results):
-#  host   5. bench/ubench: user-space cost of the write/read schemes
+#  host   5. bench/ubench: user-space cost of the write/read schemes;
+#            bench/tbench: the table's lookup and store per switch, old
+#            (chained) layout against module/index.h, 10^3 to 10^6 threads
 #  guest  one boot of Debian 6.1 amd64 under QEMU TCG with
 #         "tsc=reliable clocksource=tsc" (the run fails if the guest's
 #         clocksource is not tsc), bench/guest.sh inside:
 #         3. the probe microbenchmark of the TS_BENCH builds (bench_ns)
 #         1. perf bench sched pipe pinned to CPU 0 and across CPUs 0,1,
-#            pinned with two threads (-T), and hackbench, under
+#            pinned with two threads (-T), hackbench, and bench/spawn
+#            (fork+exit+wait, pthread create+join), under
 #            N (no module), E (track_all=0, nothing tracked),
 #            T (track_all=0, the benchmark's threads tracked),
 #            A (track_all=1), B (bench/taskstate.bt, bpftrace)
@@ -39,7 +42,8 @@
 #
 # Knobs (environment): BENCH_ROUNDS, BENCH_PIPE_LOOPS, BENCH_PIPE_REPS (pinned
 # pipe runs per configuration block), BENCH_XPIPE_LOOPS,
-# BENCH_HACKBENCH, BENCH_PROBE_ITERS, BENCH_PROBE_REPS, BENCH_MEM (MB),
+# BENCH_HACKBENCH, BENCH_FORK_N and BENCH_THREAD_N (bench/spawn
+# iterations), BENCH_PROBE_ITERS, BENCH_PROBE_REPS, BENCH_MEM (MB),
 # BENCH_ACCEL (QEMU -accel; tcg, or tcg,thread=single for --quick),
 # BENCH_TIMEOUT (s), BENCH_BUDGET_S (no new round after that many seconds
 # of rounds), BENCH_TMPFS, BENCH_BT_TMPFS (run perf and hackbench, and
@@ -73,7 +77,7 @@ if [ $quick = 1 ]; then
 	: "${BENCH_PROBE_REPS:=1}" "${BENCH_TIMEOUT:=600}" "${BENCH_BUDGET_S:=60}"
 	: "${BENCH_BT_TMPFS:=0}" "${BENCH_HOST_REPS:=1}"
 	: "${BENCH_PIPE_CAP:=60}" "${BENCH_XPIPE_CAP:=60}" "${BENCH_HACKBENCH_CAP:=60}"
-	: "${BENCH_PIPE_REPS:=1}"
+	: "${BENCH_PIPE_REPS:=1}" "${BENCH_FORK_N:=100}" "${BENCH_THREAD_N:=200}"
 	readers_args=--quick ubench_args=--quick mutex_args="--quick --stuck 100"
 	report_dir=$base-run
 else
@@ -83,7 +87,7 @@ else
 	: "${BENCH_PROBE_REPS:=5}" "${BENCH_TIMEOUT:=2700}" "${BENCH_BUDGET_S:=900}"
 	: "${BENCH_BT_TMPFS:=1}" "${BENCH_HOST_REPS:=3}"
 	: "${BENCH_PIPE_CAP:=30}" "${BENCH_XPIPE_CAP:=12}" "${BENCH_HACKBENCH_CAP:=12}"
-	: "${BENCH_PIPE_REPS:=2}"
+	: "${BENCH_PIPE_REPS:=2}" "${BENCH_FORK_N:=1000}" "${BENCH_THREAD_N:=2000}"
 	readers_args="--threads 10000" ubench_args="" mutex_args="--stuck 1000"
 	report_dir=$top/bench
 fi
@@ -122,10 +126,11 @@ log "building user space"
 make -s -C "$top/tools" O="$bin" all
 cc -O2 -g -Wall -Wextra -std=gnu11 -I"$top/include/uapi" -I"$top/tools" \
 	-o "$bin/readers" "$top/bench/readers.c" "$bin/libtaskstate.a" -pthread
-make -s -C "$top/bench" ubench O="$bin"
+make -s -C "$top/bench" ubench tbench O="$bin"
 cc -O2 -g -Wall -Wextra -std=gnu11 -I"$top/include/uapi" -I"$top/tools" \
 	-I"$top/examples" -o "$bin/mutex" "$top/bench/mutex.c" \
 	"$top/examples/adaptive_mutex.c" "$bin/libtaskstate.a" -pthread
+cc -O2 -g -Wall -Wextra -std=gnu11 -o "$bin/spawn" "$top/bench/spawn.c" -pthread
 # Only needed if perf does not run in the guest; best effort.
 make -s -C "$top/selftests/taskstate" O="$bin" "$bin/ts_pingpong" >/dev/null 2>&1 ||
 	echo "bench: (ts_pingpong not built: only a fallback)"
@@ -178,6 +183,18 @@ log "5. ubench on the host"
 # shellcheck disable=SC2086
 "$bin/ubench" $ubench_args --csv "$run/host/ubench.csv" > "$run/host/ubench.txt"
 cat "$run/host/ubench.txt"
+log "5. tbench on the host"
+# shellcheck disable=SC2086
+"$bin/tbench" $ubench_args --csv "$run/host/tbench.csv" > "$run/host/tbench.txt"
+# Cache misses, where this host's PMU can count them (a VM often cannot).
+if perf stat -x, -e cache-misses,cache-references true 2>&1 |
+   grep -q 'not supported\|not counted\|<not'; then
+	echo "perf stat: cache-misses not countable on this host" >> "$run/host/tbench.txt"
+else
+	perf stat -e cache-misses,cache-references -- "$bin/tbench" --quick \
+		2>&1 >/dev/null | grep -E 'cache' >> "$run/host/tbench.txt" || true
+fi
+cat "$run/host/tbench.txt"
 
 log "host baselines (no module, no emulation): pipe, hackbench, readers --no-dev"
 echo "bench,config,round,value,unit" > "$run/host/native.csv"
@@ -203,6 +220,7 @@ export BENCH_BIN=$bin BENCH_BT=$top/bench/taskstate.bt
 export BENCH_KO_A=$base-a/taskstate.ko BENCH_KO_B=$base-b/taskstate.ko BENCH_KO_C=$base-c/taskstate.ko
 export BENCH_ROUNDS=$BENCH_ROUNDS BENCH_PIPE_LOOPS=$BENCH_PIPE_LOOPS BENCH_XPIPE_LOOPS=$BENCH_XPIPE_LOOPS
 export BENCH_HACKBENCH="$BENCH_HACKBENCH" BENCH_PROBE_ITERS=$BENCH_PROBE_ITERS BENCH_PROBE_REPS=$BENCH_PROBE_REPS
+export BENCH_FORK_N=$BENCH_FORK_N BENCH_THREAD_N=$BENCH_THREAD_N
 export BENCH_ONLY="$only" BENCH_READERS_ARGS="$readers_args" BENCH_MUTEX_ARGS="$mutex_args" BENCH_BUDGET_S=$BENCH_BUDGET_S BENCH_BT_TMPFS=$BENCH_BT_TMPFS
 export BENCH_TMPFS=${BENCH_TMPFS:-1} BENCH_PIPE_REPS=$BENCH_PIPE_REPS BENCH_PIPE_CAP=$BENCH_PIPE_CAP BENCH_XPIPE_CAP=$BENCH_XPIPE_CAP BENCH_HACKBENCH_CAP=$BENCH_HACKBENCH_CAP
 exec bash $top/bench/guest.sh

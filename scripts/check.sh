@@ -312,6 +312,19 @@ cat "$build/test_lib.tap"
 count "$build/test_lib.tap"
 [ $rc = 0 ] || grep -q '^not ok ' "$build/test_lib.tap" || fail "test_lib (status $rc)"
 
+# The index the probes look tasks up in (module/index.h), in user space,
+# with 64- and 32-bit pointers.
+for cc in cc i686-linux-gnu-gcc; do
+	echo "# === test_index ($cc) ==="
+	tap=$build/test_index-$cc.tap
+	make -s -C "$top/bench" O="$build/test_index-$cc" CC=$cc \
+		EXTRA_LDFLAGS="$([ $cc = cc ] || echo -static)" test-index > "$tap" 2>&1
+	rc=$?
+	cat "$tap"
+	count "$tap"
+	[ $rc = 0 ] || grep -q '^not ok ' "$tap" || fail "test_index $cc (status $rc)"
+done
+
 if [ -n "$HOST_TESTS" ]; then
 	for t in $HOST_TESTS; do
 		run_host_test "$t"

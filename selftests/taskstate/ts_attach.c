@@ -12,11 +12,15 @@
  *
  *   attached_only_while_tracked   TRACK attaches at once; UNTRACK of the
  *                                 last thread, its exit, and a TRACK that
- *                                 found nothing detach within seconds
- *   words_current_under_churn     threads that track themselves and exit
- *                                 race the detach; a thread tracked in
- *                                 between must see every wakeup written,
- *                                 also right after the probes came back
+ *                                 found nothing detach within seconds (a
+ *                                 second after, plus grace periods); a
+ *                                 TRACK inside that second keeps them
+ *   words_current_under_churn     threads that track themselves and exit,
+ *                                 and TRACKs of threads exiting right
+ *                                 then, race the detach; a thread tracked
+ *                                 in between must see every wakeup
+ *                                 written, also right after the probes
+ *                                 came back; no slot is left behind
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +34,8 @@
 
 #define TP_PARAM	"/sys/module/taskstate/parameters/tracepoints_on"
 #define NR_TPS		6
+/* The detach comes 1 s after the last untrack; a free waits for RCU. */
+#define SETTLE_MS	15000
 
 FIXTURE(attach) {
 	int fd;
@@ -140,10 +146,11 @@ static uint64_t sleeping_word(int fd, pid_t tid)
 	return 0;
 }
 
-TEST_F_TIMEOUT(attach, attached_only_while_tracked, 120)
+TEST_F_TIMEOUT(attach, attached_only_while_tracked, 180)
 {
+	uint64_t nr, w, w2;
 	struct reader r;
-	uint64_t nr;
+	unsigned int ms;
 
 	if (self->info.track_all) {
 		/* Attached from load to unload, whatever is untracked. */
@@ -156,10 +163,10 @@ TEST_F_TIMEOUT(attach, attached_only_while_tracked, 120)
 					     &nr));
 		return;
 	}
-	ASSERT_TRUE(wait_nothing_tracked(self->fd, 10000))
+	ASSERT_TRUE(wait_nothing_tracked(self->fd, SETTLE_MS))
 		TH_LOG("threads still tracked before the test: %llu",
 		       (unsigned long long)nr_tracked(self->fd));
-	ASSERT_EQ(0, wait_tracepoints(0, 5000))
+	ASSERT_EQ(0, wait_tracepoints(0, SETTLE_MS))
 		TH_LOG("nothing tracked, yet tracepoints are on");
 
 	/* TRACK attaches before it returns; UNTRACK of the last detaches. */
@@ -167,7 +174,7 @@ TEST_F_TIMEOUT(attach, attached_only_while_tracked, 120)
 	EXPECT_EQ(NR_TPS, tracepoints_on());
 	ASSERT_EQ(0, taskstate_untrack(self->fd, ts_gettid(), false, &nr));
 	EXPECT_EQ(1, nr);
-	EXPECT_EQ(0, wait_tracepoints(0, 5000))
+	EXPECT_EQ(0, wait_tracepoints(0, SETTLE_MS))
 		TH_LOG("not detached after UNTRACK of the last thread");
 
 	/* The last tracked thread exits: the free probe detaches. */
@@ -177,13 +184,36 @@ TEST_F_TIMEOUT(attach, attached_only_while_tracked, 120)
 	EXPECT_EQ(NR_TPS, tracepoints_on());
 	EXPECT_NE(0, sleeping_word(self->fd, atomic_load(&r.tid)));
 	reader_stop(&r);
-	EXPECT_EQ(0, wait_tracepoints(0, 5000))
+	EXPECT_EQ(0, wait_tracepoints(0, SETTLE_MS))
 		TH_LOG("not detached after the last tracked thread exited");
-	EXPECT_EQ(0, nr_tracked(self->fd));
+	EXPECT_TRUE(wait_nothing_tracked(self->fd, SETTLE_MS));
 
-	/* A TRACK that finds nothing leaves nothing attached. */
+	/*
+	 * A TRACK that finds nothing queues the detach; a TRACK within the
+	 * second before it runs must keep the probes: the detach looks
+	 * again, finds a thread tracked, and leaves them.
+	 */
+	ASSERT_EQ(0, reader_start(&r));
 	EXPECT_EQ(-ESRCH, taskstate_track(self->fd, 0x3ffffff, false, &nr));
-	EXPECT_EQ(0, wait_tracepoints(0, 5000));
+	ASSERT_EQ(0, taskstate_track(self->fd, atomic_load(&r.tid), false,
+				     &nr));
+	ts_sleep_ms(3000);
+	EXPECT_EQ(NR_TPS, tracepoints_on())
+		TH_LOG("detached with a thread tracked");
+	w = sleeping_word(self->fd, atomic_load(&r.tid));
+	ASSERT_NE(0, w);
+	ASSERT_EQ(1, write(r.pipe[1], "x", 1));
+	for (ms = 0, w2 = w; ms < 5000 && w2 == w; ms++) {
+		ts_sleep_ms(1);
+		w2 = ts_sample_word(self->fd, atomic_load(&r.tid));
+	}
+	EXPECT_NE(w, w2) TH_LOG("a wakeup was not written");
+	reader_stop(&r);
+
+	/* And one that finds nothing, with nothing else, detaches. */
+	EXPECT_TRUE(wait_nothing_tracked(self->fd, SETTLE_MS));
+	EXPECT_EQ(-ESRCH, taskstate_track(self->fd, 0x3ffffff, false, &nr));
+	EXPECT_EQ(0, wait_tracepoints(0, SETTLE_MS));
 }
 
 /* ---- churn: threads tracking themselves and exiting ---- */
@@ -204,10 +234,19 @@ static void *churn_child(void *arg)
 	return NULL;
 }
 
+/* Exits at once: the churner TRACKs its tid while it goes. */
+static void *churn_quick(void *arg)
+{
+	atomic_store((atomic_int *)arg, ts_gettid());
+	return NULL;
+}
+
 static void *churn_fn(void *arg)
 {
+	atomic_int quick_tid;
 	uintptr_t i = 0;
 	pthread_t t;
+	uint64_t nr;
 
 	while (!atomic_load(&churn_stop)) {
 		if (atomic_load(&churn_pause)) {
@@ -215,6 +254,15 @@ static void *churn_fn(void *arg)
 			continue;
 		}
 		if (!pthread_create(&t, NULL, churn_child, (void *)i++)) {
+			pthread_join(t, NULL);
+			atomic_fetch_add(&churn_made, 1);
+		}
+		atomic_store(&quick_tid, 0);
+		if (!pthread_create(&t, NULL, churn_quick, &quick_tid)) {
+			while (!atomic_load(&quick_tid))
+				;
+			taskstate_track(atomic_load(&churn_fd),
+					atomic_load(&quick_tid), false, &nr);
 			pthread_join(t, NULL);
 			atomic_fetch_add(&churn_made, 1);
 		}
@@ -247,8 +295,12 @@ TEST_F_TIMEOUT(attach, words_current_under_churn, 300)
 		/* Every 8th round from cold: churn paused, probes off. */
 		if (!self->info.track_all && rounds % 8 == 0) {
 			atomic_store(&churn_pause, 1);
-			ASSERT_TRUE(wait_nothing_tracked(self->fd, 10000));
-			ASSERT_EQ(0, wait_tracepoints(0, 5000))
+			ts_sleep_ms(10);	/* a churn step in flight */
+			ASSERT_TRUE(wait_nothing_tracked(self->fd, SETTLE_MS))
+				TH_LOG("round %u: %llu threads left tracked",
+				       rounds, (unsigned long long)
+				       nr_tracked(self->fd));
+			ASSERT_EQ(0, wait_tracepoints(0, SETTLE_MS))
 				TH_LOG("round %u: not detached", rounds);
 			cold++;
 		}
@@ -285,6 +337,11 @@ TEST_F_TIMEOUT(attach, words_current_under_churn, 300)
 	       rounds, cold, atomic_load(&churn_made), seen_off);
 	EXPECT_LE(8U, rounds);
 	EXPECT_LE(100UL, atomic_load(&churn_made));
+	/* Every thread churned is gone: none may keep its slot. */
+	if (!self->info.track_all)
+		EXPECT_TRUE(wait_nothing_tracked(self->fd, SETTLE_MS))
+			TH_LOG("%llu threads left tracked after the churn",
+			       (unsigned long long)nr_tracked(self->fd));
 }
 
 TEST_HARNESS_MAIN

@@ -401,26 +401,39 @@ TEST_F(ts, dead_zombie)
 	EXPECT_EQ(0, ts_word_of(self->fd, pid));
 }
 
-/* DEAD: a thread group leader that exited while another thread runs on. */
+/*
+ * DEAD: a thread group leader that exited while another thread runs on.
+ * The other thread lives until the test closes the pipe, however slow
+ * the kernel (a debug kernel under TCG can take over a second to get
+ * there).
+ */
 static void *linger(void *arg)
 {
-	(void)arg;
-	ts_sleep_ms(1500);
+	char c;
+
+	while (read(*(int *)arg, &c, 1) > 0)
+		;
 	return NULL;
 }
 
 TEST_F(ts, dead_leader_of_live_process)
 {
-	pid_t pid = fork();
+	int p[2];
+	pid_t pid;
 
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
 	if (pid == 0) {
 		pthread_t th;
 
-		pthread_create(&th, NULL, linger, NULL);
+		close(p[1]);
+		pthread_create(&th, NULL, linger, &p[0]);
 		pthread_exit(NULL);
 	}
 	ASSERT_LT(0, pid);
-	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_DEAD, 1000));
+	close(p[0]);
+	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_DEAD, 10000));
+	close(p[1]);
 	waitpid(pid, NULL, 0);
 }
 
