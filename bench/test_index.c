@@ -76,7 +76,7 @@ static int spill_exact(const struct ts_index *ix, const struct model *m)
 		int used = 0;
 
 		for (j = 0; j < TS_BUCKET_WAYS; j++)
-			used |= ix->buckets[b].task[j] != NULL;
+			used |= !!ix->buckets[b].task[j];
 		if (used)
 			want[b] |= TS_BUCKET_USED;
 		good &= ix->buckets[b].spill == want[b];
@@ -140,11 +140,13 @@ static void model_run(unsigned int bits, unsigned int nr, unsigned int steps,
 		if (s % 16 == 0)
 			spills &= spill_exact(&ix, &m);
 	}
-	snprintf(what, sizeof(what), "%s: every owned task found with its entry, no other", name);
+	snprintf(what, sizeof(what),
+		 "%s: every owned task found with its entry, no other", name);
 	ok(finds, what);
 	snprintf(what, sizeof(what), "%s: spill counts and used bits exact", name);
 	ok(spills, what);
-	snprintf(what, sizeof(what), "%s: a released way is not handed out before it is freed", name);
+	snprintf(what, sizeof(what),
+		 "%s: a released way is not handed out before it is freed", name);
 	ok(reuse, what);
 	free(ix.buckets);
 	free(m.task);
