@@ -43,15 +43,13 @@
 #include <time.h>
 
 #include "kshim.h"
+#include "taskaddr.h"
 #include "../module/entry.h"
 #include "../module/index.h"
 
 bool ts_totals = true;
 
 #define LINE		64
-#define TASK_SIZE	9792
-#define SLAB_BYTES	32768
-#define PER_SLAB	(SLAB_BYTES / TASK_SIZE)
 #define SEQ		(1u << 20)
 #define MIN_SLOTS	32768
 
@@ -143,10 +141,7 @@ static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
+	return xorshift64(&rnd_state);
 }
 
 /* 2 * n fake task_structs, slabs shuffled; the first n are tracked. */
@@ -155,25 +150,12 @@ static void make_tasks(struct setup *su)
 	unsigned int total = 2 * su->n, slabs = (total + PER_SLAB - 1) /
 						PER_SLAB, i;
 	unsigned int *order = xalloc(sizeof(*order) * slabs);
-	uintptr_t base = (uintptr_t)0x40000000ull;
 
-#ifdef __LP64__
-	base = (uintptr_t)0xffff888100000000ull;
-#endif
-	for (i = 0; i < slabs; i++)
-		order[i] = i;
-	for (i = slabs - 1; i > 0; i--) {
-		unsigned int j = rnd() % (i + 1), x = order[i];
-
-		order[i] = order[j];
-		order[j] = x;
-	}
+	shuffle_slabs(order, slabs, &rnd_state);
 	su->tracked = xalloc(sizeof(void *) * su->n);
 	su->untracked = xalloc(sizeof(void *) * su->n);
 	for (i = 0; i < total; i++) {
-		const void *t = (const void *)(base +
-			(uintptr_t)order[i / PER_SLAB] * SLAB_BYTES +
-			(i % PER_SLAB) * TASK_SIZE);
+		const void *t = task_addr(order[i / PER_SLAB], i % PER_SLAB);
 
 		if (i < su->n)
 			su->tracked[i] = t;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kshim.h"
+#include "taskaddr.h"
 #include "../module/index.h"
 
 static int failed, tests;
@@ -29,21 +30,7 @@ static uint64_t rnd_state = 0x2545f4914f6cdd1dull;
 
 static uint64_t rnd(void)
 {
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
-}
-
-/* A task_struct address: slab @slab (32 KiB), object @k of 3 (9792 B). */
-static const void *task_addr(unsigned int slab, unsigned int k)
-{
-	uintptr_t base = (uintptr_t)0x40000000ull;
-
-#ifdef __LP64__
-	base = (uintptr_t)0xffff888100000000ull;
-#endif
-	return (const void *)(base + (uintptr_t)slab * 32768 + k * 9792);
+	return xorshift64(&rnd_state);
 }
 
 enum { FREE, OWNED, RELEASED };
@@ -104,7 +91,7 @@ static void model_run(unsigned int bits, unsigned int nr, unsigned int steps,
 	m.st = calloc(nr, sizeof(*m.st));
 	m.way = calloc(nr, sizeof(*m.way));
 	for (i = 0; i < nr; i++)
-		m.task[i] = task_addr(i / 3, i % 3);
+		m.task[i] = task_addr(i / PER_SLAB, i % PER_SLAB);
 	for (s = 0; s < steps; s++) {
 		i = rnd() % nr;
 		switch (m.st[i]) {
@@ -158,21 +145,14 @@ static void model_run(unsigned int bits, unsigned int nr, unsigned int steps,
 static double spilled_fraction(unsigned int n)
 {
 	struct ts_index ix = { .bits = ts_index_bits(n) };
-	unsigned int slabs = (n + 2) / 3, i, spilled = 0;
+	unsigned int slabs = (n + PER_SLAB - 1) / PER_SLAB, i, spilled = 0;
 	unsigned int *order = malloc(sizeof(*order) * slabs);
 
 	ix.buckets = aligned_alloc(64, sizeof(struct ts_bucket) << ix.bits);
 	memset(ix.buckets, 0, sizeof(struct ts_bucket) << ix.bits);
-	for (i = 0; i < slabs; i++)
-		order[i] = i;
-	for (i = slabs - 1; i > 0; i--) {
-		unsigned int j = rnd() % (i + 1), x = order[i];
-
-		order[i] = order[j];
-		order[j] = x;
-	}
+	shuffle_slabs(order, slabs, &rnd_state);
 	for (i = 0; i < n; i++) {
-		const void *t = task_addr(order[i / 3], i % 3);
+		const void *t = task_addr(order[i / PER_SLAB], i % PER_SLAB);
 		u32 way = ts_index_insert(&ix, t, i);
 
 		spilled += way / TS_BUCKET_WAYS != ts_index_hash(t, ix.bits);
