@@ -166,7 +166,7 @@ static long ts_ioctl_track(void __user *uarg, bool track)
 	rcu_read_unlock();
 	if (track)
 		ts_probes_put();
-	else if (!READ_ONCE(ts_nr_tracked))
+	else
 		ts_probes_idle();
 	if (!p)
 		return -ESRCH;

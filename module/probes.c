@@ -175,7 +175,7 @@ static void ts_probe_newtask(void *data, struct task_struct *child,
 /* The last tracked thread gone: the probes can go too (ts_probes_idle()). */
 static void ts_probe_free(void *data, struct task_struct *t)
 {
-	if (ts_lookup(t) && ts_untrack(t) && !READ_ONCE(ts_nr_tracked))
+	if (ts_lookup(t) && ts_untrack(t))
 		ts_probes_idle();
 }
 
@@ -310,16 +310,17 @@ static void ts_detach_fn(struct work_struct *work)
 static DECLARE_DELAYED_WORK(ts_detach_work, ts_detach_fn);
 
 /*
- * Nothing may be tracked any more: detach, a second later, from a worker
- * (the caller may be the free probe, in an RCU callback, or hold
- * ts_attach_lock), which looks again under the lock.  The second keeps a
+ * After an untrack, or a TRACK that may have inserted nothing: if nothing
+ * is tracked now, detach, a second later, from a worker (the caller may
+ * be the free probe, in an RCU callback, or hold ts_attach_lock), which
+ * looks again under the lock.  The second keeps a
  * program that tracks one short-lived thread after another from
  * patching the tracepoints on and off for each (two grace periods and
  * text patching on every CPU each time).
  */
 void ts_probes_idle(void)
 {
-	if (!ts_keep_attached)
+	if (!ts_keep_attached && !READ_ONCE(ts_nr_tracked))
 		queue_delayed_work(system_wq, &ts_detach_work, HZ);
 }
 
@@ -341,8 +342,7 @@ int ts_probes_get(void)
 void ts_probes_put(void)
 {
 	/* A TRACK that inserted nothing (or threads gone already). */
-	if (!READ_ONCE(ts_nr_tracked))
-		ts_probes_idle();
+	ts_probes_idle();
 	mutex_unlock(&ts_attach_lock);
 }
 
