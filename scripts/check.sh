@@ -90,13 +90,22 @@ kcsan_split() {	# log ours kernel
 }
 
 passed=0 failed=0 skipped=0
-fail() { echo "not ok - $*"; failed=$((failed + 1)); }
+# Every failure is listed again just above the summary, so the tail of
+# a long log (all CI keeps) names what failed.
+failures=$(mktemp)
+trap 'rm -f "$failures"' EXIT
+fail() {
+	echo "not ok - $*"
+	echo "not ok - $*" >> "$failures"
+	failed=$((failed + 1))
+}
 
 count() {	# TAP file
 	local p f s
 	p=$(grep -E '^ok ' "$1" | grep -vc '# SKIP')
 	s=$(grep -E '^ok .*# SKIP' "$1" | grep -c .)
 	f=$(grep -cE '^not ok ' "$1")
+	grep -E '^not ok ' "$1" | sed "s|^|$1: |" >> "$failures"
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
 
@@ -358,5 +367,9 @@ case " $KERNELS " in
 	fi
 	;;
 esac
+if [ -s "$failures" ]; then
+	echo "# failed:"
+	sed 's/^/#   /' "$failures"
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed = 0 ] && [ $passed -gt 0 ]
