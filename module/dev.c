@@ -172,13 +172,15 @@ static long ts_ioctl_track(void __user *uarg, bool track)
 		return -ESRCH;
 
 	if (track) {
+		u32 upto = ts_inserts_now();
+
 		synchronize_rcu();
 		rcu_read_lock();
 		if (process)
 			for_each_thread(p, t)
-				ts_snapshot(t);
+				ts_snapshot(t, upto);
 		else
-			ts_snapshot(p);
+			ts_snapshot(p, upto);
 		rcu_read_unlock();
 	}
 	put_task_struct(p);

@@ -90,6 +90,24 @@ void ts_table_exit(void)
 }
 
 /*
+ * Inserts so far, under ts_lock; each slot keeps the number of its own
+ * (ts_slot.ticket), for ts_snapshot().
+ */
+static u32 ts_inserts;
+
+/* The last insert's number: every slot with this one or lower is in. */
+u32 ts_inserts_now(void)
+{
+	unsigned long irqflags;
+	u32 n;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	n = ts_inserts;
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	return n;
+}
+
+/*
  * Insert @t's slot, or add @flags to the one it has.  Caller holds ts_lock.
  * The slot is published with an empty word (NONE): from here on the
  * probes keep it current.
@@ -109,6 +127,7 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 	WRITE_ONCE(ts_hwm, max(ts_hwm, idx + 1));
 	s = &ts_slots[idx];
 	s->flags = flags;
+	s->ticket = ++ts_inserts;
 	ts_word_store(&ts_pub[idx].word, 0);
 	ts_pub_take(&ts_pub[idx], READ_ONCE(t->pid));
 	WRITE_ONCE(s->task, t);
@@ -245,17 +264,29 @@ static u64 ts_since_estimate(struct task_struct *t, u64 now)
  * empty word, so a probe that got there first keeps its newer word.  A
  * thread not on a CPU gets the time it entered its state as the scheduler
  * knows it (ts_since_estimate()), not the snapshot's.
- * Caller holds rcu_read_lock() and found @t within it.
+ *
+ * @upto is ts_inserts_now() read before that grace period began.  The
+ * slot found now may be younger: another caller untracked @t and tracked
+ * it again meanwhile, and no grace period has passed since that insert.
+ * Its state could be read while a probe that missed the slot is still
+ * switching @t, and stay wrong until @t's next event.  That slot is left
+ * to the caller that inserted it, which snapshots it after its own wait.
+ * Caller holds rcu_read_lock() and found @t within it; the slot cannot be
+ * reused (its ticket rewritten) before that section ends.
  */
-void ts_snapshot(struct task_struct *t)
+void ts_snapshot(struct task_struct *t, u32 upto)
 {
 	struct ts_slot *s = ts_lookup(t);
-	unsigned int state = ts_state_of(t);
-	u64 now = ktime_get_boot_fast_ns();
+	unsigned int state;
 	unsigned long irqflags;
+	u64 now;
 
-	if (!s || state == TASKSTATE_NONE)
+	if (!s || (s32)(s->ticket - upto) > 0)
 		return;
+	state = ts_state_of(t);
+	if (state == TASKSTATE_NONE)
+		return;
+	now = ktime_get_boot_fast_ns();
 	if (state != TASKSTATE_RUNNING && state != TASKSTATE_DEAD)
 		now = ts_since_estimate(t, now);
 	/* The word, then at once its start_ns: readers retry in between. */
@@ -311,6 +342,7 @@ bool ts_untrack(struct task_struct *t)
 void ts_track_existing(u64 probes_since)
 {
 	struct task_struct *g, *t;
+	u32 upto;
 
 	rcu_read_lock();
 	/*
@@ -323,10 +355,11 @@ void ts_track_existing(u64 probes_since)
 		if (ts_track(t, 0) && t->start_time < probes_since)
 			atomic_long_inc(&ts_nr_untracked);
 	rcu_read_unlock();
+	upto = ts_inserts_now();
 	synchronize_rcu();
 	rcu_read_lock();
 	for_each_process_thread(g, t)
-		ts_snapshot(t);
+		ts_snapshot(t, upto);
 	rcu_read_unlock();
 }
 
