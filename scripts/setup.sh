@@ -45,7 +45,7 @@ AMD64_PKGS=(
 	linux-image-rt-amd64 linux-headers-rt-amd64
 	linux-headers-686:i386
 	linux-source-6.1
-	qemu-system-x86 busybox-static
+	qemu-system-x86 qemu-user-static busybox-static
 	gcc-i686-linux-gnu libc6-dev-i386-cross
 	bpftrace linux-perf stress-ng rt-tests
 	gnuplot-nox python3 dkms xz-utils cpio
