@@ -27,6 +27,39 @@
 
 static bool ts_dev_track_all;
 
+#ifdef TS_FAULT_INJECT
+/*
+ * Fault-injection builds only: hold TRACK between its grace period and
+ * its snapshot, so that a test can untrack and track the thread again
+ * meanwhile and see that the snapshot leaves the younger slot alone.
+ */
+#include <linux/delay.h>
+
+static unsigned int snapshot_delay_ms;
+module_param(snapshot_delay_ms, uint, 0644);
+MODULE_PARM_DESC(snapshot_delay_ms, "Fault-injection build: TRACK sleeps this long (ms, at most 10000, as set when the call began) between its grace period and its snapshot");
+
+static unsigned int ts_fault_snapshot_delay(void)
+{
+	return min(READ_ONCE(snapshot_delay_ms), 10000U);
+}
+
+static void ts_fault_sleep(unsigned int ms)
+{
+	if (ms)
+		msleep(ms);
+}
+#else
+static inline unsigned int ts_fault_snapshot_delay(void)
+{
+	return 0;
+}
+
+static inline void ts_fault_sleep(unsigned int ms)
+{
+}
+#endif
+
 /*
  * Read an argument struct that starts with its own size: accept any size
  * from the first version's up (copy_struct_from_user() zero-fills a short
@@ -137,6 +170,7 @@ static int ts_apply(struct task_struct *p, bool process, bool track,
 static long ts_ioctl_track(void __user *uarg, bool track)
 {
 	struct taskstate_track args;
+	unsigned int delay_ms = ts_fault_snapshot_delay();
 	struct task_struct *p, *t;
 	bool process;
 	long usize;
@@ -175,6 +209,7 @@ static long ts_ioctl_track(void __user *uarg, bool track)
 		u32 upto = ts_inserts_now();
 
 		synchronize_rcu();
+		ts_fault_sleep(delay_ms);
 		rcu_read_lock();
 		if (process)
 			for_each_thread(p, t)

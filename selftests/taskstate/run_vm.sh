@@ -91,10 +91,12 @@ section_track_none() {
 # --- what the review found (issue 16), each under the load it needs -------
 section_review() {
 	# The newtask probe's race with UNTRACK, its window widened to 200 us
-	# by the fault-injection build.
+	# by the fault-injection build, and a TRACK's snapshot held while
+	# the thread is untracked and tracked again.
 	if check "load fault-injection build (track_all=0)" \
 	   insmod "$TS_FI_KO" track_all=0 newtask_delay_us=200; then
-		run "$TS_BIN/ts_review" untrack_process_racing_clone
+		run "$TS_BIN/ts_review" untrack_process_racing_clone \
+			snapshot_leaves_a_younger_slot
 		check "unload fault-injection build" rmmod taskstate
 	fi
 	# nr_untracked, with a table small enough to fill.

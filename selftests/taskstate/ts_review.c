@@ -16,6 +16,8 @@
  *                                  (max_threads <= 256) and track_all=0
  *   long_walks_with_full_table     track_all=1, max_threads <= 4096
  *   churn_occupancy                track_all=1
+ *   snapshot_leaves_a_younger_slot the fault-injection build
+ *                                  (snapshot_delay_ms), track_all=0
  * With no argument every test runs; with names, only those.
  */
 #include <errno.h>
@@ -540,6 +542,152 @@ TEST_F(review, info_counts_are_system_wide_in_child_pidns)
 	if (WEXITSTATUS(status) == 77)
 		SKIP(return, "cannot create a pid namespace");
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* ---- TRACK racing an UNTRACK and a TRACK of the same thread ---- */
+
+#define SNAPSHOT_PARAM	"/sys/module/taskstate/parameters/snapshot_delay_ms"
+
+static int write_uint(const char *path, unsigned int v)
+{
+	char buf[16];
+	int fd = open(path, O_WRONLY), n, ok;
+
+	if (fd < 0)
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "%u", v);
+	ok = write(fd, buf, n) == n;
+	close(fd);
+	return ok ? 0 : -EIO;
+}
+
+static uint64_t nr_tracked(int fd)
+{
+	struct taskstate_info info;
+
+	return taskstate_info(fd, &info) ? ~0ULL : info.nr_tracked;
+}
+
+/* Until nr_tracked reads @want, at most 10 s. */
+static bool wait_nr_tracked(int fd, uint64_t want)
+{
+	unsigned int ms;
+
+	for (ms = 0; nr_tracked(fd) != want && ms < 10000; ms++)
+		ts_sleep_ms(1);
+	return nr_tracked(fd) == want;
+}
+
+struct track_call {
+	pthread_t thread;
+	int fd;
+	pid_t tid;
+	atomic_int ret;
+	atomic_int done;
+};
+
+static void *track_call_fn(void *arg)
+{
+	struct track_call *c = arg;
+
+	atomic_store(&c->ret, taskstate_track(c->fd, c->tid, false, NULL));
+	atomic_store(&c->done, 1);
+	return NULL;
+}
+
+static int track_call_start(struct track_call *c, int fd, pid_t tid)
+{
+	c->fd = fd;
+	c->tid = tid;
+	atomic_store(&c->done, 0);
+	return pthread_create(&c->thread, NULL, track_call_fn, c);
+}
+
+struct pipe_sleeper {
+	pthread_t thread;
+	int pipe[2];
+	atomic_int tid;
+};
+
+/* Asleep in read() until its pipe closes. */
+static void *pipe_sleeper_fn(void *arg)
+{
+	struct pipe_sleeper *x = arg;
+	char c;
+
+	atomic_store(&x->tid, ts_gettid());
+	while (read(x->pipe[0], &c, 1) == 1)
+		;
+	return NULL;
+}
+
+/*
+ * A TRACK gives the thread its first word a grace period after its own
+ * insert (ts_snapshot()).  If another caller untracks the thread and a
+ * third tracks it again meanwhile, the slot the first one then finds is
+ * younger than its grace period, and it must leave it to the third: a
+ * probe that missed that slot may still be switching the thread.  The
+ * fault-injection build holds each TRACK (snapshot_delay_ms, as set when
+ * the call began) between its grace period and its snapshot, long
+ * enough to do that in between: the first TRACK returns while the third
+ * still waits, and the thread, asleep all along, must have no word yet
+ * (the first left the slot alone), then its SLEEPING word once the
+ * third has returned.
+ */
+TEST_F_TIMEOUT(review, snapshot_leaves_a_younger_slot, 120)
+{
+	struct pipe_sleeper x;
+	struct track_call a, c;
+	uint64_t base, nr, w;
+	long long vcsw;
+	pid_t tid;
+
+	if (access(SNAPSHOT_PARAM, W_OK))
+		SKIP(return, "needs the fault-injection build (snapshot_delay_ms)");
+	if (self->info.track_all)
+		SKIP(return, "needs track_all=0");
+	atomic_store(&x.tid, 0);
+	ASSERT_EQ(0, pipe(x.pipe));
+	ASSERT_EQ(0, pthread_create(&x.thread, NULL, pipe_sleeper_fn, &x));
+	while (!atomic_load(&x.tid))
+		ts_sleep_ms(1);
+	tid = atomic_load(&x.tid);
+	/* Asleep in read(): its count of voluntary switches stops. */
+	do {
+		vcsw = ts_nvcsw(tid);
+		ts_sleep_ms(50);
+	} while (vcsw != ts_nvcsw(tid));
+	base = nr_tracked(self->fd);
+
+	/* The first TRACK inserts, then waits 2 s after its grace period. */
+	ASSERT_EQ(0, write_uint(SNAPSHOT_PARAM, 2000));
+	ASSERT_EQ(0, track_call_start(&a, self->fd, tid));
+	ASSERT_TRUE(wait_nr_tracked(self->fd, base + 1));
+	/* Untracked, then tracked by a third call that waits 10 s. */
+	ASSERT_EQ(0, taskstate_untrack(self->fd, tid, false, &nr));
+	EXPECT_EQ(1, nr);
+	ASSERT_EQ(0, write_uint(SNAPSHOT_PARAM, 10000));
+	ASSERT_EQ(0, track_call_start(&c, self->fd, tid));
+	ASSERT_TRUE(wait_nr_tracked(self->fd, base + 1));
+	ASSERT_EQ(0, write_uint(SNAPSHOT_PARAM, 0));
+
+	pthread_join(a.thread, NULL);
+	EXPECT_EQ(0, atomic_load(&a.ret));
+	/* The third waits 8 s longer: no stall here is that long. */
+	w = ts_sample_word(self->fd, tid);
+	ASSERT_FALSE(atomic_load(&c.done))
+		TH_LOG("the third TRACK returned first: nothing to check");
+	EXPECT_EQ(0, w) TH_LOG("the first TRACK gave the younger slot %s",
+			       taskstate_state_name(taskstate_state(w)));
+	pthread_join(c.thread, NULL);
+	EXPECT_EQ(0, atomic_load(&c.ret));
+	EXPECT_EQ(TASKSTATE_SLEEPING, ts_state_of(self->fd, tid));
+	/* Still asleep in read(): no event wrote the words checked. */
+	EXPECT_EQ(vcsw, ts_nvcsw(tid));
+	EXPECT_EQ(0, taskstate_untrack(self->fd, tid, false, &nr));
+	close(x.pipe[1]);
+	pthread_join(x.thread, NULL);
+	close(x.pipe[0]);
 }
 
 int main(int argc, char **argv)
