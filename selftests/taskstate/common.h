@@ -125,14 +125,16 @@ static inline uint64_t ts_wait_state(int fd, pid_t tid, unsigned int state,
 {
 	uint64_t end = taskstate_now_ns() + timeout_ms * 1000000ULL;
 
-	do {
+	/* One more sample after the deadline: a stalled guest's nap ate it. */
+	for (;;) {
 		uint64_t w = ts_word_of(fd, tid);
 
 		if (taskstate_state(w) == state)
 			return w;
+		if (taskstate_now_ns() >= end)
+			return 0;
 		ts_sleep_ms(1);
-	} while (taskstate_now_ns() < end);
-	return 0;
+	}
 }
 
 /* Run fn(arg) in a child; its exit status, or 128 + the killing signal. */

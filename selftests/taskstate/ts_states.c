@@ -502,7 +502,7 @@ TEST_F(ts, since_stays_while_state_does)
 	int samples = 0;
 
 	ASSERT_LT(0, start_thread(&t, sleep_2s));
-	w0 = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 100);
+	w0 = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 500);
 	now0 = taskstate_now_ns();
 	ASSERT_NE(0, w0);
 	/*
@@ -532,7 +532,7 @@ TEST_F(ts, new_threads_and_children_appear)
 	pid_t pid;
 
 	ASSERT_LT(0, start_thread(&t, sleep_2s));
-	EXPECT_NE(0, ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 200));
+	EXPECT_NE(0, ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 500));
 	pid = fork();
 	if (pid == 0) {
 		/* A grandchild too. */
