@@ -206,7 +206,7 @@ static long ts_ioctl_track(void __user *uarg, bool track)
 		return -ESRCH;
 
 	if (track) {
-		u32 upto = ts_inserts_now();
+		u64 upto = ts_inserts_now();
 
 		synchronize_rcu();
 		ts_fault_sleep(delay_ms);

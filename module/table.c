@@ -91,15 +91,15 @@ void ts_table_exit(void)
 
 /*
  * Inserts so far, under ts_lock; each slot keeps the number of its own
- * (ts_slot.ticket), for ts_snapshot().
+ * (ts_slot.ticket), for ts_snapshot().  64 bits: it never wraps.
  */
-static u32 ts_inserts;
+static u64 ts_inserts;
 
 /* The last insert's number: every slot with this one or lower is in. */
-u32 ts_inserts_now(void)
+u64 ts_inserts_now(void)
 {
 	unsigned long irqflags;
-	u32 n;
+	u64 n;
 
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	n = ts_inserts;
@@ -274,14 +274,14 @@ static u64 ts_since_estimate(struct task_struct *t, u64 now)
  * Caller holds rcu_read_lock() and found @t within it; the slot cannot be
  * reused (its ticket rewritten) before that section ends.
  */
-void ts_snapshot(struct task_struct *t, u32 upto)
+void ts_snapshot(struct task_struct *t, u64 upto)
 {
 	struct ts_slot *s = ts_lookup(t);
 	unsigned int state;
 	unsigned long irqflags;
 	u64 now;
 
-	if (!s || (s32)(s->ticket - upto) > 0)
+	if (!s || s->ticket > upto)
 		return;
 	state = ts_state_of(t);
 	if (state == TASKSTATE_NONE)
@@ -342,7 +342,7 @@ bool ts_untrack(struct task_struct *t)
 void ts_track_existing(u64 probes_since)
 {
 	struct task_struct *g, *t;
-	u32 upto;
+	u64 upto;
 
 	rcu_read_lock();
 	/*

@@ -24,7 +24,7 @@ struct ts_slot {
 	struct task_struct *task;	/* owner, NULL while free; ts_lock */
 	u32 way;			/* in ts_index, until the slot's reuse */
 	unsigned int flags;		/* TS_SLOT_*, under ts_lock */
-	u32 ticket;			/* its insert's number, ts_snapshot() */
+	u64 ticket;			/* its insert's number, ts_snapshot() */
 	struct rcu_head rcu;		/* defers reuse past lockless readers */
 };
 
@@ -85,8 +85,8 @@ void ts_table_exit(void);
 int ts_track(struct task_struct *t, unsigned int flags);
 void ts_track_child(struct task_struct *child, struct task_struct *parent,
 		    bool all);
-u32 ts_inserts_now(void);
-void ts_snapshot(struct task_struct *t, u32 upto);
+u64 ts_inserts_now(void);
+void ts_snapshot(struct task_struct *t, u64 upto);
 bool ts_untrack(struct task_struct *t);
 void ts_track_existing(u64 probes_since);
 void ts_retid(struct task_struct *t);

@@ -638,9 +638,11 @@ TEST_F_TIMEOUT(review, snapshot_leaves_a_younger_slot, 120)
 {
 	struct pipe_sleeper x;
 	struct track_call a, c;
-	uint64_t base, nr, w;
+	uint64_t base, nr, w, early;
+	bool stalled;
 	long long vcsw;
 	pid_t tid;
+	int late;
 
 	if (access(SNAPSHOT_PARAM, W_OK))
 		SKIP(return, "needs the fault-injection build (snapshot_delay_ms)");
@@ -663,21 +665,26 @@ TEST_F_TIMEOUT(review, snapshot_leaves_a_younger_slot, 120)
 	ASSERT_EQ(0, write_uint(SNAPSHOT_PARAM, 2000));
 	ASSERT_EQ(0, track_call_start(&a, self->fd, tid));
 	ASSERT_TRUE(wait_nr_tracked(self->fd, base + 1));
+	/* Not yet given its word: only the first TRACK would give it. */
+	early = ts_sample_word(self->fd, tid);
 	/* Untracked, then tracked by a third call that waits 10 s. */
 	ASSERT_EQ(0, taskstate_untrack(self->fd, tid, false, &nr));
 	EXPECT_EQ(1, nr);
 	ASSERT_EQ(0, write_uint(SNAPSHOT_PARAM, 10000));
 	ASSERT_EQ(0, track_call_start(&c, self->fd, tid));
 	ASSERT_TRUE(wait_nr_tracked(self->fd, base + 1));
+	/* And the first still waits: its snapshot comes after this insert. */
+	late = atomic_load(&a.done);
 	ASSERT_EQ(0, write_uint(SNAPSHOT_PARAM, 0));
 
 	pthread_join(a.thread, NULL);
 	EXPECT_EQ(0, atomic_load(&a.ret));
-	/* The third waits 8 s longer: no stall here is that long. */
 	w = ts_sample_word(self->fd, tid);
-	ASSERT_FALSE(atomic_load(&c.done))
-		TH_LOG("the third TRACK returned first: nothing to check");
-	EXPECT_EQ(0, w) TH_LOG("the first TRACK gave the younger slot %s",
+	/* Sampled before the third's snapshot, 8 s later than the first's. */
+	stalled = early || late || atomic_load(&c.done);
+	if (!stalled)
+		EXPECT_EQ(0, w)
+			TH_LOG("the first TRACK gave the younger slot %s",
 			       taskstate_state_name(taskstate_state(w)));
 	pthread_join(c.thread, NULL);
 	EXPECT_EQ(0, atomic_load(&c.ret));
@@ -688,6 +695,13 @@ TEST_F_TIMEOUT(review, snapshot_leaves_a_younger_slot, 120)
 	close(x.pipe[1]);
 	pthread_join(x.thread, NULL);
 	close(x.pipe[0]);
+	/*
+	 * A guest stalled for seconds: the calls did not overlap as
+	 * planned, and the check above could not be made.
+	 */
+	if (stalled)
+		SKIP(return, "calls not overlapped (first's word at insert %d, first done before the third's insert %d)",
+		     !!early, late);
 }
 
 int main(int argc, char **argv)
