@@ -15,7 +15,7 @@
 
 KERNELRELEASE ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KERNELRELEASE)/build
-KERNELS ?= amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64
+KERNELS ?= amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan
 PREFIX ?= /usr/local
 DESTDIR ?=
 # Absolute: modules_install and the tools install run in other directories.

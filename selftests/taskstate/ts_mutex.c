@@ -230,20 +230,34 @@ struct holder {
 	unsigned int ms;
 	pid_t tid;
 	int locked;
+	int seen;		/* the locker saw the owner as wanted */
 };
 
+/*
+ * Own h->m, asleep or computing, until the locker has seen this thread in
+ * that state (at most 20 s), then h->ms more.  A fixed hold counted from
+ * the lock was over before a stalled guest's locker looked (arm64 CI).
+ */
 static void *hold(void *arg)
 {
 	struct holder *h = arg;
-	uint64_t end;
+	uint64_t end, limit;
 
 	h->tid = ts_gettid();
 	if (amutex_lock(&h->m))
 		return (void *)1;
 	__atomic_store_n(&h->locked, 1, __ATOMIC_RELEASE);
+	limit = mono_ns() + 20000000000ULL;
 	if (h->sleep) {
+		/* Awake between two naps for microseconds only. */
+		while (!__atomic_load_n(&h->seen, __ATOMIC_ACQUIRE) &&
+		       mono_ns() < limit)
+			ts_sleep_ms(h->ms);
 		ts_sleep_ms(h->ms);
 	} else {
+		while (!__atomic_load_n(&h->seen, __ATOMIC_ACQUIRE) &&
+		       mono_ns() < limit)
+			;
 		end = mono_ns() + h->ms * 1000000ULL;
 		while (mono_ns() < end)
 			;
@@ -261,6 +275,7 @@ static void wait_for_holder(struct __test_metadata *_metadata,
 		ASSERT_NE(0, ts_wait_state(h->fd, h->tid, h->sleep ?
 					   TASKSTATE_SLEEPING :
 					   TASKSTATE_RUNNING, 2000));
+	__atomic_store_n(&h->seen, 1, __ATOMIC_RELEASE);
 }
 
 /*
@@ -300,6 +315,7 @@ TEST_F(mx, spins_while_owner_runs)
 	 */
 	for (i = 1; i <= 3; i++) {
 		__atomic_store_n(&h.locked, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&h.seen, 0, __ATOMIC_RELAXED);
 		lock_against_holder(_metadata, &h, self->mapped);
 		if (!self->mapped || st->spin_limit || i == 3)
 			break;
