@@ -14,6 +14,7 @@
 #include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
+#include <linux/moduleparam.h>
 #include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
