@@ -316,12 +316,14 @@ static DECLARE_DELAYED_WORK(ts_detach_work, ts_detach_fn);
  * looks again under the lock.  The second keeps a
  * program that tracks one short-lived thread after another from
  * patching the tracepoints on and off for each (two grace periods and
- * text patching on every CPU each time).
+ * text patching on every CPU each time).  It counts from the last such
+ * call: mod_delayed_work() moves a pending detach back, where
+ * queue_delayed_work() would leave it at the first call's second.
  */
 void ts_probes_idle(void)
 {
 	if (!ts_keep_attached && !READ_ONCE(ts_nr_tracked))
-		queue_delayed_work(system_wq, &ts_detach_work, HZ);
+		mod_delayed_work(system_wq, &ts_detach_work, HZ);
 }
 
 /*

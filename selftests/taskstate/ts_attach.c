@@ -15,6 +15,10 @@
  *                                 found nothing detach within seconds (a
  *                                 second after, plus grace periods); a
  *                                 TRACK inside that second keeps them
+ *   detach_counts_from_last_untrack
+ *                                 an UNTRACK inside the second of an
+ *                                 earlier one's pending detach moves it
+ *                                 back a second
  *   words_current_under_churn     threads that track themselves and exit,
  *                                 and TRACKs of threads exiting right
  *                                 then, race the detach; a thread tracked
@@ -213,6 +217,55 @@ TEST_F_TIMEOUT(attach, attached_only_while_tracked, 180)
 	/* And one that finds nothing, with nothing else, detaches. */
 	EXPECT_TRUE(wait_nothing_tracked(self->fd, SETTLE_MS));
 	EXPECT_EQ(-ESRCH, taskstate_track(self->fd, 0x3ffffff, false, &nr));
+	EXPECT_EQ(0, wait_tracepoints(0, SETTLE_MS));
+}
+
+/*
+ * Untrack, then track and untrack again 600 ms later: at 1.3 s from the
+ * first untrack the probes must still be on (the detach is due 1 s after
+ * the second).  Judged only when the guest kept that timing (the second
+ * untrack within 900 ms of the first, the look within 900 ms of the
+ * second), else tried again; a detach due 1 s after the first untrack
+ * has run by the look.
+ */
+TEST_F_TIMEOUT(attach, detach_counts_from_last_untrack, 180)
+{
+	uint64_t nr, t0, t1, t2;
+	int i, on = -1;
+
+	if (self->info.track_all) {
+		EXPECT_EQ(NR_TPS, tracepoints_on());
+		return;
+	}
+	for (i = 1; i <= 3; i++) {
+		ASSERT_TRUE(wait_nothing_tracked(self->fd, SETTLE_MS));
+		ASSERT_EQ(0, wait_tracepoints(0, SETTLE_MS));
+		ASSERT_EQ(0, taskstate_track(self->fd, ts_gettid(), false, &nr));
+		ASSERT_EQ(0, taskstate_untrack(self->fd, ts_gettid(), false,
+					       &nr));
+		t0 = taskstate_now_ns();
+		ts_sleep_ms(600);
+		ASSERT_EQ(0, taskstate_track(self->fd, ts_gettid(), false, &nr));
+		ASSERT_EQ(0, taskstate_untrack(self->fd, ts_gettid(), false,
+					       &nr));
+		t1 = taskstate_now_ns();
+		t2 = t0 + 1300000000ULL;
+		if (t1 < t2)
+			ts_sleep_ms((t2 - t1) / 1000000);
+		on = tracepoints_on();
+		t2 = taskstate_now_ns();
+		if (t1 - t0 < 900000000ULL && t2 - t1 < 900000000ULL)
+			break;
+		TH_LOG("attempt %d: the guest stalled (untracks %llu ms apart, look %llu ms after)",
+		       i, (unsigned long long)(t1 - t0) / 1000000,
+		       (unsigned long long)(t2 - t1) / 1000000);
+		on = -1;
+	}
+	if (on < 0)
+		SKIP(return, "three stalls kept the calls from their timing");
+	EXPECT_EQ(NR_TPS, on)
+		TH_LOG("detached %llu ms after the last untrack, not a second",
+		       (unsigned long long)(t2 - t1) / 1000000);
 	EXPECT_EQ(0, wait_tracepoints(0, SETTLE_MS));
 }
 
