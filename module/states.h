@@ -67,7 +67,16 @@ static inline unsigned int ts_state_of(struct task_struct *t)
 {
 	unsigned int st = ts_task_state(t);
 
-	if (READ_ONCE(t->exit_state))
+	/*
+	 * exit_notify() sets exit_state once, from 0 to EXIT_ZOMBIE or
+	 * EXIT_DEAD, with a plain store under tasklist_lock, and the kernel
+	 * reads it without that lock in many places.  Either value read here
+	 * is right: before it, the exiting task runs (RUNNING, or RUNNABLE
+	 * if preempted), and its final switch writes DEAD.  data_race():
+	 * KCSAN reported this read against that store (kcsan flavour,
+	 * ts_review's TRACK racing an exit); the store is the kernel's.
+	 */
+	if (data_race(READ_ONCE(t->exit_state)))
 		return TASKSTATE_DEAD;
 	if (ts_task_on_cpu(t))
 		return TASKSTATE_RUNNING;
