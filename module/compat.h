@@ -92,13 +92,22 @@ static inline unsigned int ts_task_state(const struct task_struct *t)
  * it read even when signal_pending_state() kept the task runnable.
  * 6.12+ (EEVDF delayed dequeue): a sleeping fair task may stay on_rq with
  * se.sched_delayed set; it is not runnable (as task_is_runnable() says).
+ *
+ * The kernel stores both fields plainly under the run queue lock
+ * (6.1: activate_task(), deactivate_task(); 6.12+: sched_delayed in
+ * fair.c's delayed dequeue too), so the snapshot's lockless reads race
+ * those stores by design: data_race(), as for exit_state in
+ * ts_state_of().
  */
 static inline bool ts_task_queued(const struct task_struct *prev)
 {
 #ifdef TS_HAVE_SCHED_DELAYED
-	return READ_ONCE(prev->on_rq) && !READ_ONCE(prev->se.sched_delayed);
+	/* Plain stores under the run queue lock: see above. */
+	return data_race(READ_ONCE(prev->on_rq) &&
+			 !READ_ONCE(prev->se.sched_delayed));
 #else
-	return READ_ONCE(prev->on_rq);
+	/* A plain store under the run queue lock: see above. */
+	return data_race(READ_ONCE(prev->on_rq));
 #endif
 }
 
