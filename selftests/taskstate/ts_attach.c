@@ -249,9 +249,8 @@ TEST_F_TIMEOUT(attach, detach_counts_from_last_untrack, 180)
 		ASSERT_EQ(0, taskstate_untrack(self->fd, ts_gettid(), false,
 					       &nr));
 		t1 = taskstate_now_ns();
-		t2 = t0 + 1300000000ULL;
-		if (t1 < t2)
-			ts_sleep_ms((t2 - t1) / 1000000);
+		if (t1 < t0 + 1300000000ULL)
+			ts_sleep_ms((t0 + 1300000000ULL - t1) / 1000000);
 		on = tracepoints_on();
 		t2 = taskstate_now_ns();
 		if (t1 - t0 < 900000000ULL && t2 - t1 < 900000000ULL)

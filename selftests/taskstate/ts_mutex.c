@@ -248,16 +248,14 @@ static void *hold(void *arg)
 		return (void *)1;
 	__atomic_store_n(&h->locked, 1, __ATOMIC_RELEASE);
 	limit = mono_ns() + 20000000000ULL;
-	if (h->sleep) {
-		/* Awake between two naps for microseconds only. */
-		while (!__atomic_load_n(&h->seen, __ATOMIC_ACQUIRE) &&
-		       mono_ns() < limit)
+	/* Asleep: awake between two naps for microseconds only. */
+	while (!__atomic_load_n(&h->seen, __ATOMIC_ACQUIRE) &&
+	       mono_ns() < limit)
+		if (h->sleep)
 			ts_sleep_ms(h->ms);
+	if (h->sleep) {
 		ts_sleep_ms(h->ms);
 	} else {
-		while (!__atomic_load_n(&h->seen, __ATOMIC_ACQUIRE) &&
-		       mono_ns() < limit)
-			;
 		end = mono_ns() + h->ms * 1000000ULL;
 		while (mono_ns() < end)
 			;
