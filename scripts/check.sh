@@ -23,7 +23,7 @@ build=$top/build
 CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
 # Unset: every kernel; set but empty: none (host tests only).
 KERNELS=${KERNELS-amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan}
-HOST_TESTS=${HOST_TESTS-dkms-test install-test deb-test man-test}
+HOST_TESTS=${HOST_TESTS-dkms-test install-test deb-test man-test doc-test}
 VM_TIMEOUT=${VM_TIMEOUT:-1500}
 # The debug kernels run the same suite several times slower (KASAN,
 # lockdep, KCSAN under emulation).

@@ -1,0 +1,339 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The documentation: every relative link in README.md, NEWS.md and
+# docs/*.md resolves (a file or directory of the tree, and an #anchor to a
+# heading of the Markdown file it names); README.md has at most 250 lines;
+# README.md and docs/ name no issue numbers and no dates; and the facts
+# that have one home in docs/design.md agree with the code they describe:
+#  - the state table with the TASKSTATE_* values of the uapi header (and
+#    the list in taskstate(4)),
+#  - the TASK_* mapping table with ts_state_from_linux() in
+#    module/states.h,
+#  - the kernel feature flags with module/features.kbuild (and every
+#    TS_HAVE_* the module tests is one that file defines).
+# Each check also runs once on a copy broken on purpose, and must fail
+# there.  Prints TAP; exits non-zero on any failure.  Needs no root.
+#
+#   scripts/doc-test.sh
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=tap.sh
+. "$top/scripts/tap.sh"
+export LC_ALL=C
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+design=$top/docs/design.md
+uapi=$top/include/uapi/linux/taskstate.h
+states_h=$top/module/states.h
+features=$top/module/features.kbuild
+for f in "$design" "$uapi" "$states_h" "$features"; do
+	[ -f "$f" ] || bail "missing ${f#"$top"/}"
+done
+
+# The GitHub anchors of a Markdown file's headings, one a line: lower
+# case, punctuation dropped, blanks to hyphens, "-N" on the Nth repeat.
+anchors() {	# file.md
+	awk '
+	/^[ \t]*```/ { code = !code; next }
+	code { next }
+	/^#+[ \t]/ {
+		h = $0
+		sub(/^#+[ \t]+/, "", h)
+		sub(/[ \t]+#+[ \t]*$/, "", h)
+		h = tolower(h)
+		gsub(/[^a-z0-9 _-]/, "", h)
+		gsub(/ /, "-", h)
+		if (h in seen) { print h "-" seen[h]; seen[h]++ }
+		else { print h; seen[h] = 1 }
+	}' "$1"
+}
+
+# The link targets of a Markdown file outside code: "LINE TARGET".
+link_targets() {	# file.md
+	awk '
+	/^[ \t]*```/ { code = !code; next }
+	code { next }
+	{
+		line = $0
+		gsub(/`[^`]*`/, "", line)	# code spans
+		if (match(line, /^[ \t]*\[[^]]+\]:[ \t]*[^ \t]+/)) {	# [ref]: target
+			t = substr(line, RSTART, RLENGTH)
+			sub(/^[^]]*\]:[ \t]*/, "", t)
+			print NR, t
+		}
+		while (match(line, /\]\([^) \t]+/)) {
+			print NR, substr(line, RSTART + 2, RLENGTH - 2)
+			line = substr(line, RSTART + RLENGTH)
+		}
+	}' "$1"
+}
+
+# Every relative link of the files resolves inside ROOT.  Prints one line
+# per broken link; returns the number of links checked in $checked.
+broken_links() {	# root file...
+	local root=$1 f line target path anchor dest
+	shift
+	checked=0
+	for f in "$@"; do
+		while read -r line target; do
+			case $target in
+			[a-zA-Z]*:*) continue ;;	# http:, https:, mailto:
+			esac
+			checked=$((checked + 1))
+			path=${target%%#*}
+			anchor=
+			[ "$path" = "$target" ] || anchor=${target#*#}
+			if [ -z "$path" ]; then
+				dest=$f
+			else
+				dest=$(realpath -m "$(dirname "$f")/$path")
+			fi
+			case $dest in
+			"$root"/*) ;;
+			*) echo "${f#"$root"/}:$line: $target: outside the tree"; continue ;;
+			esac
+			if [ ! -e "$dest" ]; then
+				echo "${f#"$root"/}:$line: $target: no ${dest#"$root"/}"
+				continue
+			fi
+			[ -n "$anchor" ] || continue
+			case $dest in
+			*.md) anchors "$dest" | grep -qxF -- "$anchor" ||
+				echo "${f#"$root"/}:$line: $target: no heading #$anchor in ${dest#"$root"/}" ;;
+			*) echo "${f#"$root"/}:$line: $target: an anchor into a file that is not Markdown" ;;
+			esac
+		done < <(link_targets "$f")
+	done
+}
+
+# "VALUE NAME" of each row of a "| value | name | ... |" table under the
+# heading "## States" of a Markdown file.
+doc_states() {	# design.md
+	awk -F'|' '
+	/^## / { in_s = ($0 == "## States") }
+	in_s && /^\|[ \t]*[0-9]+[ \t]*\|/ {
+		v = $2; n = $3
+		gsub(/[ \t`]/, "", v); gsub(/[ \t`]/, "", n)
+		print v, n
+	}' "$1" | sort
+}
+
+# "VALUE NAME" of the uapi header's states.
+uapi_states() {	# taskstate.h
+	sed -nE 's/^#define TASKSTATE_([A-Z]+)[[:space:]]+([0-7])([[:space:]].*)?$/\2 \1/p' "$1" | sort
+}
+
+# "VALUE NAME" of the states taskstate(4) lists: "TASKSTATE_NAME ... (N)".
+man_states() {	# taskstate.4
+	sed -nE 's/.*TASKSTATE_([A-Z]+)[^A-Z_(]*\(([0-7])\).*/\2 \1/p' "$1" | sort -u
+}
+
+states_agree() {	# design.md taskstate.h
+	doc_states "$1" > "$tmp/doc-states"
+	uapi_states "$2" > "$tmp/uapi-states"
+	[ "$(wc -l < "$tmp/uapi-states")" = 8 ] || { echo "the header's states: $(wc -l < "$tmp/uapi-states"), not 8"; return 1; }
+	diff "$tmp/uapi-states" "$tmp/doc-states" > "$tmp/states-diff" && return 0
+	sed -n 's/^< /only in the header: /p; s/^> /only in the table: /p' "$tmp/states-diff"
+	return 1
+}
+
+# The mapping of ts_state_from_linux(), one statement a line:
+# "TASK_BIT... | STATE..." (the bits it tests, also those a comment names
+# for the final return, and the states it returns).
+code_mapping() {	# states.h
+	awk '
+	/ts_state_from_linux\(/ { inf = 1 }
+	inf { body = body " " $0 }
+	inf && /^}/ { exit }
+	END {
+		n = split(body, st, ";")
+		for (i = 1; i <= n; i++) {
+			s = st[i]; bits = ""; states = ""
+			while (match(s, /_*TASK_[A-Z_]+/)) {
+				bits = bits " " substr(s, RSTART, RLENGTH)
+				s = substr(s, RSTART + RLENGTH)
+			}
+			s = st[i]
+			while (match(s, /TASKSTATE_[A-Z]+/)) {
+				states = states " " substr(s, RSTART + 10, RLENGTH - 10)
+				s = substr(s, RSTART + RLENGTH)
+			}
+			if (bits != "" && states != "")
+				print bits " |" states
+		}
+	}' "$1"
+}
+
+# The rows of the table under "## How Linux task states map":
+# "TASK_BIT... | WORDS OF THE LAST COLUMN".
+doc_mapping() {	# design.md
+	awk -F'|' '
+	/^## / { in_m = ($0 == "## How Linux task states map") }
+	in_m && /^\|[ \t]*`/ {
+		s = $2; bits = ""
+		while (match(s, /_*TASK_[A-Z_]+/)) {
+			bits = bits " " substr(s, RSTART, RLENGTH)
+			s = substr(s, RSTART + RLENGTH)
+		}
+		last = $(NF - 1)
+		gsub(/[^A-Za-z_]+/, " ", last)
+		print bits " | " last
+	}' "$1"
+}
+
+mapping_agrees() {	# design.md states.h
+	local bits states b s rc=0 found
+	doc_mapping "$1" > "$tmp/doc-map"
+	code_mapping "$2" > "$tmp/code-map"
+	[ -s "$tmp/doc-map" ] || { echo "no TASK_* table under \"## How Linux task states map\""; return 1; }
+	[ "$(wc -l < "$tmp/code-map")" -ge 5 ] || { echo "cannot read ts_state_from_linux()"; return 1; }
+	while IFS='|' read -r bits states; do
+		bits=$(echo "$bits" | xargs) states=$(echo "$states" | xargs)
+		# Each bit has a row that gives one of the statement's states.
+		for b in $bits; do
+			found=0
+			for s in $states; do
+				grep -E "(^| )$b( .*)? \|.* $s( |\$)" "$tmp/doc-map" >/dev/null && found=1
+			done
+			[ $found = 1 ] || { echo "$b: no row that maps it to $states (module/states.h)"; rc=1; }
+		done
+		# Each state the statement returns is in a row of one of its bits.
+		for s in $states; do
+			found=0
+			for b in $bits; do
+				grep -E "(^| )$b( .*)? \|.* $s( |\$)" "$tmp/doc-map" >/dev/null && found=1
+			done
+			[ $found = 1 ] || { echo "$s: no row of $bits gives it (module/states.h)"; rc=1; }
+		done
+	done < "$tmp/code-map"
+	# Each bit the table names is one the code (or its comments) knows.
+	cut -d'|' -f1 "$tmp/doc-map" | tr ' ' '\n' | grep . | sort -u > "$tmp/doc-bits"
+	while read -r b; do
+		grep -qF -- "$b" "$2" || { echo "$b: in the table, not in module/states.h"; rc=1; }
+	done < "$tmp/doc-bits"
+	return $rc
+}
+
+# "FLAG HEADER" of each ts_have line of features.kbuild.
+kbuild_flags() {	# features.kbuild
+	sed -nE 's/.*call ts_have,.*,([^,]+),(TS_HAVE_[A-Z0-9_]+)\).*/\2 \1/p' "$1" | sort
+}
+
+flags_agree() {	# design.md features.kbuild module-dir
+	local flag hdr rc=0
+	kbuild_flags "$2" > "$tmp/kbuild-flags"
+	awk '/^## / { in_k = ($0 == "## Kernel differences") } in_k' "$1" > "$tmp/kdiff"
+	grep -oE 'TS_HAVE_[A-Z0-9_]+' "$tmp/kdiff" | sort -u > "$tmp/doc-flags"
+	[ -s "$tmp/kbuild-flags" ] || { echo "no ts_have line in features.kbuild"; return 1; }
+	if ! cut -d' ' -f1 "$tmp/kbuild-flags" | diff - "$tmp/doc-flags" > "$tmp/flags-diff"; then
+		sed -n 's/^< /only in features.kbuild: /p; s/^> /only in docs: /p' "$tmp/flags-diff"
+		rc=1
+	fi
+	while read -r flag hdr; do
+		grep -F -- "$flag" "$tmp/kdiff" | grep -qF -- "$hdr" ||
+			{ echo "$flag: its row does not name $hdr"; rc=1; }
+	done < "$tmp/kbuild-flags"
+	cat "$3"/*.[ch] | grep -oE 'TS_HAVE_[A-Z0-9_]+' | sort -u > "$tmp/used-flags"
+	while read -r flag; do
+		grep -q "^$flag " "$tmp/kbuild-flags" ||
+			{ echo "$flag: used in module/, not defined in features.kbuild"; rc=1; }
+	done < "$tmp/used-flags"
+	return $rc
+}
+
+# --- links ------------------------------------------------------------------
+docs=("$top/README.md" "$top/NEWS.md" "$top"/docs/*.md)
+for f in "${docs[@]}"; do
+	[ -f "$f" ] || { ok 1 "${f#"$top"/} exists"; continue; }
+	broken_links "$top" "$f" > "$tmp/broken"
+	rc=0
+	[ -s "$tmp/broken" ] && { comment < "$tmp/broken"; rc=1; }
+	ok $rc "${f#"$top"/}: every relative link resolves ($checked checked)"
+done
+
+# The check finds what it must: a missing file, a missing anchor, a link
+# out of the tree; and passes a good file link, a good anchor in another
+# file, one in the same file, and a directory.
+mkdir -p "$tmp/fx/docs/sub"
+cat > "$tmp/fx/docs/a.md" <<'EOF'
+# A title
+[good](b.md#a-heading-with-code-and-punctuation) [self](#a-title) [dir](sub/)
+[gone](missing.md) [no anchor](b.md#no-such-heading) [out](../../../etc/passwd)
+`[in a code span](missing-too.md)`
+```
+[in a code block](missing-three.md)
+```
+EOF
+# shellcheck disable=SC2016
+printf '## A heading, with `code` and punctuation!\n' > "$tmp/fx/docs/b.md"
+broken_links "$tmp/fx" "$tmp/fx/docs/a.md" > "$tmp/fx-broken"
+rc=0
+[ "$(wc -l < "$tmp/fx-broken")" = 3 ] && [ "$checked" = 6 ] &&
+	grep -q 'missing.md' "$tmp/fx-broken" &&
+	grep -q '#no-such-heading' "$tmp/fx-broken" &&
+	grep -q 'outside the tree' "$tmp/fx-broken" || rc=1
+[ $rc = 0 ] || comment < "$tmp/fx-broken"
+ok $rc "negative control: the link check reports a missing file, a missing anchor and a link out of the tree, and only those"
+
+# --- size, issue numbers, dates ---------------------------------------------
+lines=$(wc -l < "$top/README.md")
+[ "$lines" -le 250 ]
+ok $? "README.md has at most 250 lines ($lines)"
+
+cd "$top" || bail "cannot cd to $top"
+grep -inE 'issue #?[0-9]' README.md docs/*.md > "$tmp/issues"
+rc=0
+[ -s "$tmp/issues" ] && { comment < "$tmp/issues"; rc=1; }
+ok $rc "README.md and docs/ name no issue numbers"
+
+grep -nE '(^|[^0-9])(19|20)[0-9][0-9]-[01][0-9]-[0-3][0-9]([^0-9]|$)' README.md docs/*.md > "$tmp/dates"
+rc=0
+[ -s "$tmp/dates" ] && { comment < "$tmp/dates"; rc=1; }
+ok $rc "README.md and docs/ hold no dates"
+
+# --- one home for the state names, the mapping and the feature flags ---------
+states_agree "$design" "$uapi" > "$tmp/out"
+rc=$?
+comment < "$tmp/out"
+ok $rc "docs/design.md's state table has the uapi header's values and names: $(cut -d' ' -f2 "$tmp/uapi-states" | tr '\n' ' ')"
+
+man_states "$top/man/taskstate.4" > "$tmp/man-states"
+diff "$tmp/uapi-states" "$tmp/man-states" > "$tmp/out"
+rc=$?
+comment < "$tmp/out"
+ok $rc "taskstate(4) lists the uapi header's states with their values"
+
+sed 's/^| 3 | SLEEPING |/| 3 | ASLEEP |/' "$design" > "$tmp/design-bad.md"
+! states_agree "$tmp/design-bad.md" "$uapi" > "$tmp/out" &&
+	grep -q 'only in the table: 3 ASLEEP' "$tmp/out"
+ok $? "negative control: a state table with a renamed state fails"
+
+mapping_agrees "$design" "$states_h" > "$tmp/out"
+rc=$?
+comment < "$tmp/out"
+ok $rc "docs/design.md's TASK_* table maps each bit as module/states.h does ($(wc -l < "$tmp/code-map") tests)"
+
+# shellcheck disable=SC2016
+sed -E 's/^(\| `TASK_PARKED` \|[^|]*\|) SLEEPING \|/\1 BLOCKED |/' "$design" > "$tmp/design-bad.md"
+! mapping_agrees "$tmp/design-bad.md" "$states_h" > "$tmp/out" &&
+	grep -q '^TASK_PARKED: ' "$tmp/out"
+ok $? "negative control: a TASK_* table that maps TASK_PARKED to BLOCKED fails"
+
+flags_agree "$design" "$features" "$top/module" > "$tmp/out"
+rc=$?
+comment < "$tmp/out"
+ok $rc "docs/design.md's feature flags are module/features.kbuild's: $(cut -d' ' -f1 "$tmp/kbuild-flags" | tr '\n' ' ')"
+
+# shellcheck disable=SC2016
+{ cat "$features"; echo 'ccflags-y += $(call ts_have,new_thing,linux/sched.h,TS_HAVE_NEW_THING)'; } > "$tmp/features-bad"
+! flags_agree "$design" "$tmp/features-bad" "$top/module" > "$tmp/out" &&
+	grep -q 'only in features.kbuild: TS_HAVE_NEW_THING' "$tmp/out"
+ok $? "negative control: a flag features.kbuild defines and the docs lack fails"
+
+echo "1..$n"
+echo "# doc-test: $((n - failed)) passed, $failed failed"
+[ "$failed" = 0 ]
