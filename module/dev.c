@@ -147,11 +147,20 @@ static int ts_apply(struct task_struct *p, bool process, bool track,
 		*nr = !ret;
 		return ret;
 	}
+	/* The leader first: its slot holds the record the others join. */
+	if (track) {
+		ret = ts_track(p, TS_SLOT_INHERIT);
+		if (ret)
+			return ret;
+		++*nr;
+	}
 	for_each_thread(p, t) {
 		if (!track) {
 			*nr += ts_untrack(t);
 			continue;
 		}
+		if (t == p)
+			continue;
 		ret = ts_track(t, TS_SLOT_INHERIT);
 		if (ret)
 			return ret;
@@ -453,6 +462,33 @@ out:
 	return ret;
 }
 
+/* PROCESS: a process's totals, its exited threads' included (table.c). */
+static long ts_ioctl_process(void __user *uarg)
+{
+	struct taskstate_process args;
+	struct task_struct *p;
+	long usize;
+
+	usize = ts_get_args(&args, sizeof(args), TASKSTATE_PROCESS_SIZE_VER0,
+			    uarg);
+	if (usize < 0)
+		return usize;
+	if (args.flags)
+		return -EINVAL;
+	if (!ts_totals)
+		return -EOPNOTSUPP;
+	/* The out fields zero, for a process the module keeps no totals of. */
+	args = (struct taskstate_process) { .size = usize, .pid = args.pid };
+	rcu_read_lock();
+	p = ts_find(args.pid, true);
+	if (p)
+		ts_proc_read(p, &args);
+	rcu_read_unlock();
+	if (!p)
+		return -ESRCH;
+	return ts_put_args(uarg, &args, sizeof(args), usize);
+}
+
 static long ts_dev_ioctl(struct file *file, unsigned int cmd,
 			 unsigned long arg)
 {
@@ -471,6 +507,8 @@ static long ts_dev_ioctl(struct file *file, unsigned int cmd,
 		return ts_ioctl_list(uarg);
 	case TASKSTATE_IOC_LOCATE:
 		return ts_ioctl_locate(uarg);
+	case TASKSTATE_IOC_PROCESS:
+		return ts_ioctl_process(uarg);
 	default:
 		return -ENOIOCTLCMD;
 	}
@@ -506,6 +544,8 @@ int ts_dev_init(bool track_all)
 		     TASKSTATE_SAMPLE_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct taskstate_list) != TASKSTATE_LIST_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct taskstate_totals) != 48);
+	BUILD_BUG_ON(sizeof(struct taskstate_process) !=
+		     TASKSTATE_PROCESS_SIZE_VER0);
 
 	ts_dev_track_all = track_all;
 	return misc_register(&ts_miscdev);

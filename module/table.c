@@ -66,8 +66,10 @@ int ts_table_init(unsigned int nr_slots)
 		return -ENOMEM;
 	}
 	/* Hand out low indices first, so readers scan a short prefix. */
-	for (i = 0; i < nr_slots; i++)
+	for (i = 0; i < nr_slots; i++) {
 		ts_free[i] = nr_slots - 1 - i;
+		ts_slots[i].proc = TS_INDEX_NONE;
+	}
 	ts_nr_free = nr_slots;
 	ts_nr_slots = nr_slots;
 	ts_nr_tracked = 0;
@@ -108,6 +110,161 @@ u64 ts_inserts_now(void)
 }
 
 /*
+ * Process records (uapi "DOC: Process totals").  A leader's slot holds
+ * its process's record (ts_slot.rec); the slots of the other threads
+ * counted in it are its members.  Everything here is under ts_lock, as
+ * are the inserts and releases that change membership, so a reader that
+ * takes it (ts_proc_read()) sees each thread either live, on the list,
+ * or in exited_ns, never both and never neither.  No allocation: the
+ * record and the list links are in the slots, allocated at load.
+ *
+ * Why a record in the leader's slot outlives its members (6.1,
+ * kernel/exit.c): a group leader is released (release_task()) only once
+ * thread_group_empty() holds, by its last thread's release_task()
+ * (zap_leader) or by its parent's wait(); its slot is released a grace
+ * period later still, by its free probe.  A member's free can still
+ * come after the leader's (RCU callbacks queued on different CPUs are
+ * not ordered): the process has ended by then, the leader's release
+ * detached its members, and their totals go nowhere.  The one other way
+ * a leader goes while its process lives is exec by another thread
+ * (fs/exec.c, de_thread()): the caller takes the leader's pid, becomes
+ * group_leader, and releases the old leader, whose slot hands the record
+ * to it (ts_proc_leave_locked()).
+ *
+ * The times the records count up to never go back, even if the clock
+ * read on another CPU did (ktime_get_boot_fast_ns() is NMI-safe, not
+ * monotonic across an update): a fold or a read after another uses at
+ * least that one's time.
+ */
+static u64 ts_proc_now;
+
+static u64 ts_proc_now_locked(void)
+{
+	u64 now = ktime_get_boot_fast_ns();
+
+	lockdep_assert_held(&ts_lock);
+	if ((s64)(now - ts_proc_now) < 0)
+		now = ts_proc_now;
+	ts_proc_now = now;
+	return now;
+}
+
+/*
+ * Add @pub's totals up to @now (its current state's time included) to
+ * @sum.  False for a thread with no word yet (nothing to add), or whose
+ * totals could not be read consistently (ts_pub_read(); not seen).
+ */
+static bool ts_proc_add(u64 sum[TASKSTATE_MAP_NR_TOTALS],
+			const struct ts_pub *pub, u64 now)
+{
+	struct taskstate_totals t;
+	unsigned int i;
+	u64 word;
+
+	if (!ts_pub_read(pub, &word, &t) || !word)
+		return false;
+	t.state_ns[taskstate_total_of(taskstate_state(word))] +=
+		taskstate_age_ns(word, now);
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		sum[i] += t.state_ns[i];
+	return true;
+}
+
+/*
+ * @s, @t's slot, joins its process's record if it has none: its own if
+ * @t leads its group, else its leader's, if the leader's slot is in one
+ * (the leader's own, or the record it is a member of, in the moment
+ * between a non-leader exec and the old leader's free).  @t is alive:
+ * its group_leader points to a live task (the leader is released last,
+ * or, by de_thread(), after group_leader was changed to the caller).  A
+ * de_thread() racing this read leaves @t either a member of the old
+ * leader's record, which is handed to @t when that slot is released, or
+ * the holder of a new one: a TRACK racing an exec may restart the
+ * process's totals, nothing worse.
+ */
+static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
+{
+	struct task_struct *leader = READ_ONCE(t->group_leader);
+	unsigned int idx = s - ts_slots;
+	struct ts_slot *ls;
+
+	if (s->proc != TS_INDEX_NONE)
+		return;
+	if (leader == t) {
+		INIT_LIST_HEAD(&s->rec.members);
+		memset(s->rec.exited_ns, 0, sizeof(s->rec.exited_ns));
+		memset(s->rec.shown_ns, 0, sizeof(s->rec.shown_ns));
+		s->rec.nr_exited = 0;
+		s->proc = idx;
+		return;
+	}
+	ls = ts_lookup(leader);
+	if (!ls || ls->proc == TS_INDEX_NONE)
+		return;
+	s->proc = ls->proc;
+	list_add_tail(&s->proc_node, &ts_slots[s->proc].rec.members);
+}
+
+/*
+ * @s leaves its process's record, taking its totals up to now into
+ * exited_ns: it was freed, or untracked by UNTRACK (uapi: both count).
+ * A probe that already looked @s up may still write its word after this
+ * (an UNTRACK of a running thread); that change is not counted, its
+ * time having been given to the state read here: no time is lost or
+ * counted twice.  A freed thread's word is final (DEAD).
+ *
+ * The holder leaving ends the record, unless a member leads the group
+ * now: exec by a non-leader thread made it group_leader (de_thread())
+ * and released the holder, the old leader.  That member takes the
+ * record over, with the other members.  Reading a member's task is safe
+ * here: a task's slot is released, under ts_lock, before it is freed.
+ * Outside an exec, no member leads: the holder is still its group's
+ * leader (UNTRACK), or the group is gone (the leader's free).
+ */
+static void ts_proc_leave_locked(struct ts_slot *s)
+{
+	struct ts_slot *h, *m, *next = NULL;
+
+	if (s->proc == TS_INDEX_NONE)
+		return;
+	h = &ts_slots[s->proc];
+	if (ts_totals &&
+	    ts_proc_add(h->rec.exited_ns, ts_slot_pub(s), ts_proc_now_locked()))
+		h->rec.nr_exited++;
+	s->proc = TS_INDEX_NONE;
+	if (h != s) {
+		list_del(&s->proc_node);
+		return;
+	}
+	list_for_each_entry(m, &s->rec.members, proc_node) {
+		if (READ_ONCE(m->task->group_leader) == m->task) {
+			next = m;
+			break;
+		}
+	}
+	if (next) {
+		unsigned int nidx = next - ts_slots;
+
+		list_del(&next->proc_node);
+		INIT_LIST_HEAD(&next->rec.members);
+		list_splice_init(&s->rec.members, &next->rec.members);
+		memcpy(next->rec.exited_ns, s->rec.exited_ns,
+		       sizeof(next->rec.exited_ns));
+		memcpy(next->rec.shown_ns, s->rec.shown_ns,
+		       sizeof(next->rec.shown_ns));
+		next->rec.nr_exited = s->rec.nr_exited;
+		next->proc = nidx;
+		list_for_each_entry(m, &next->rec.members, proc_node)
+			m->proc = nidx;
+		return;
+	}
+	list_for_each_entry_safe(m, next, &s->rec.members, proc_node) {
+		list_del(&m->proc_node);
+		m->proc = TS_INDEX_NONE;
+	}
+}
+
+/*
  * Insert @t's slot, or add @flags to the one it has.  Caller holds ts_lock.
  * The slot is published with an empty word (NONE): from here on the
  * probes keep it current.
@@ -119,6 +276,7 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 
 	if (s) {
 		WRITE_ONCE(s->flags, s->flags | flags);
+		ts_proc_join_locked(s, t);
 		return 0;
 	}
 	if (!ts_nr_free)
@@ -133,6 +291,8 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 	WRITE_ONCE(s->task, t);
 	s->way = ts_index_insert(&ts_index, t, idx);
 	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked + 1);
+	s->proc = TS_INDEX_NONE;
+	ts_proc_join_locked(s, t);
 	return 0;
 }
 
@@ -322,6 +482,7 @@ bool ts_untrack(struct task_struct *t)
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	s = ts_lookup(t);
 	if (s) {
+		ts_proc_leave_locked(s);
 		ts_index_release(&ts_index, t, s->way);
 		WRITE_ONCE(s->task, NULL);
 		ts_pub_release(ts_slot_pub(s));
@@ -351,9 +512,15 @@ void ts_track_existing(u64 probes_since)
 	 * probe, which saw it created (start_time: CLOCK_MONOTONIC, set in
 	 * copy_process() before the tracepoint).
 	 */
-	for_each_process_thread(g, t)
-		if (ts_track(t, 0) && t->start_time < probes_since)
+	for_each_process(g) {
+		/* The leader first: its slot holds the process's record. */
+		if (ts_track(g, 0) && g->start_time < probes_since)
 			atomic_long_inc(&ts_nr_untracked);
+		for_each_thread(g, t)
+			if (t != g && ts_track(t, 0) &&
+			    t->start_time < probes_since)
+				atomic_long_inc(&ts_nr_untracked);
+	}
 	rcu_read_unlock();
 	upto = ts_inserts_now();
 	synchronize_rcu();
@@ -378,6 +545,56 @@ void ts_retid(struct task_struct *t)
 	s = ts_lookup(t);
 	if (s)
 		WRITE_ONCE(ts_slot_pub(s)->tid, READ_ONCE(t->pid));
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+}
+
+/*
+ * TASKSTATE_IOC_PROCESS: the totals of the process led by @leader (found
+ * by its pid, under rcu_read_lock()), into the out fields of @p, which
+ * the caller zeroed.  One look under ts_lock (uapi: "a thread is counted
+ * live or exited, never both, never neither"): interrupts stay off for a
+ * walk of the process's tracked threads, a few tens of ns each (a
+ * consistent read of an entry), as the free probe's fold takes the same
+ * lock.
+ *
+ * A live thread's time in its current state is counted up to now, and a
+ * probe may be about to end that state at a time read a moment before
+ * now (its clock read, then its store, on another CPU): the next look
+ * then finds less in that state than this one counted, by that moment.
+ * So each state's answer is kept from going below the last one given
+ * (shown_ns), as cputime_adjust() keeps a process's utime and stime
+ * from going back; the true count passes it again within that moment.
+ */
+void ts_proc_read(struct task_struct *leader, struct taskstate_process *p)
+{
+	unsigned long irqflags;
+	struct ts_slot *s, *h, *m;
+	unsigned int i;
+	u64 now;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	s = ts_lookup(leader);
+	if (!s || s->proc == TS_INDEX_NONE)
+		goto out_unlock;
+	h = &ts_slots[s->proc];
+	now = ts_proc_now_locked();
+	p->valid = 1;
+	p->now_ns = now;
+	p->nr_exited = h->rec.nr_exited;
+	p->nr_threads = 1;
+	memcpy(p->exited_ns, h->rec.exited_ns, sizeof(p->exited_ns));
+	memcpy(p->state_ns, h->rec.exited_ns, sizeof(p->state_ns));
+	ts_proc_add(p->state_ns, ts_slot_pub(h), now);
+	list_for_each_entry(m, &h->rec.members, proc_node) {
+		ts_proc_add(p->state_ns, ts_slot_pub(m), now);
+		p->nr_threads++;
+	}
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++) {
+		if (p->state_ns[i] < h->rec.shown_ns[i])
+			p->state_ns[i] = h->rec.shown_ns[i];
+		h->rec.shown_ns[i] = p->state_ns[i];
+	}
+out_unlock:
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
 

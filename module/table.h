@@ -16,6 +16,18 @@
 #define TS_SLOT_INHERIT		0x1
 
 /*
+ * A process's record (uapi "DOC: Process totals"), in its leader's slot:
+ * the other threads that count in it, and the totals of those that left.
+ * Under ts_lock.
+ */
+struct ts_proc {
+	struct list_head members;	/* their slots' proc_node */
+	u64 exited_ns[TASKSTATE_MAP_NR_TOTALS];
+	u64 shown_ns[TASKSTATE_MAP_NR_TOTALS];	/* last answered */
+	u64 nr_exited;
+};
+
+/*
  * Kernel-private half of a slot, which no switch touches.  The public
  * half, the word and its owner's identity, lives at the same index in
  * ts_pub[], a page-backed array mapped read-only into readers.
@@ -26,6 +38,14 @@ struct ts_slot {
 	unsigned int flags;		/* TS_SLOT_*, under ts_lock */
 	u64 ticket;			/* its insert's number, ts_snapshot() */
 	struct rcu_head rcu;		/* defers reuse past lockless readers */
+	/*
+	 * The slot holding its process's record: itself for a leader,
+	 * TS_INDEX_NONE for none; ts_lock.  A member is on that record's
+	 * members through proc_node.
+	 */
+	u32 proc;
+	struct list_head proc_node;
+	struct ts_proc rec;		/* while proc is this slot */
 };
 
 extern struct ts_slot *ts_slots;
@@ -99,6 +119,8 @@ struct ts_view {
 	struct taskstate_totals totals;	/* zero without ts_totals */
 	char comm[TASK_COMM_LEN];
 };
+
+void ts_proc_read(struct task_struct *leader, struct taskstate_process *p);
 
 bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 		  struct ts_view *v);

@@ -34,6 +34,8 @@ _Static_assert(sizeof(struct taskstate_location) == 16,
 	       "taskstate_location size");
 _Static_assert(sizeof(struct taskstate_map_entry) == TASKSTATE_MAP_ENTRY_SIZE,
 	       "taskstate_map_entry size");
+_Static_assert(sizeof(struct taskstate_process) == TASKSTATE_PROCESS_SIZE_VER0,
+	       "taskstate_process size");
 
 /* taskstate_list(): first buffer, and how many times it may grow. */
 #define LIST_FIRST_COUNT	256
@@ -208,6 +210,16 @@ int taskstate_list_totals(int fd, unsigned int pid,
 			  struct taskstate_totals **totals, uint32_t *n)
 {
 	return list(fd, pid, out, totals, n);
+}
+
+int taskstate_process(int fd, unsigned int pid, struct taskstate_process *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->size = sizeof(*p);
+	p->pid = pid;
+	if (ioctl(fd, TASKSTATE_IOC_PROCESS, p) < 0)
+		return -errno;
+	return p->valid ? 1 : 0;
 }
 
 int taskstate_mapping_open(int fd, struct taskstate_mapping *m)

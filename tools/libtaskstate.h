@@ -67,6 +67,16 @@ int taskstate_list_totals(int fd, unsigned int pid,
 			  struct taskstate_totals **totals, uint32_t *n);
 
 /*
+ * The per-state totals of process pid, those of its exited threads
+ * included ("DOC: Process totals" in the uapi header): counters that go
+ * down only when the process ends.  Returns 1 with *p filled, 0 if the
+ * module keeps no totals for that process (its leader is not tracked:
+ * *p's out fields are 0), or -errno: -ESRCH no such process,
+ * -EOPNOTSUPP the module keeps no totals at all (totals=0).
+ */
+int taskstate_process(int fd, unsigned int pid, struct taskstate_process *p);
+
+/*
  * Zero-syscall reads: the module's entries mapped read-only (rules and
  * read protocol: "DOC: The mapping" in <linux/taskstate.h>).
  */

@@ -276,20 +276,42 @@ static const char *const metric_totals[NT] = {
 	"running", "runnable", "sleeping", "blocked", "other",
 };
 
+/*
+ * A process's per-state totals, for counters: the module's (PROCESS),
+ * which keep its exited threads' time, so they go down only when the
+ * process ends; for a process whose leader is not tracked, which has
+ * none, the sum of its listed threads (@rows[0..n-1]) alone.
+ */
+static void process_totals(int fd, const struct top_row *rows, uint32_t n,
+			   uint64_t sum[NT])
+{
+	struct taskstate_process p;
+	uint32_t i;
+	int k;
+
+	if (taskstate_process(fd, rows[0].tgid, &p) == 1) {
+		for (k = 0; k < NT; k++)
+			sum[k] = p.state_ns[k];
+		return;
+	}
+	for (k = 0; k < NT; k++)
+		for (sum[k] = 0, i = 0; i < n; i++)
+			sum[k] += rows[i].at[k];
+}
+
 /* One process's lines of one metric family. */
-static void put_process(FILE *f, const struct top_row *rows, uint32_t n,
-			bool counters)
+static void put_process(FILE *f, int fd, const struct top_row *rows,
+			uint32_t n, bool counters)
 {
 	uint64_t sum[NT] = { 0 }, threads[TASKSTATE_NR_STATES] = { 0 };
 	char comm[TS_COMM_MAX];
 	uint32_t i;
 	int k;
 
-	for (i = 0; i < n; i++) {
-		for (k = 0; k < NT; k++)
-			sum[k] += rows[i].at[k];
+	for (i = 0; i < n; i++)
 		threads[taskstate_state(rows[i].word)]++;
-	}
+	if (counters)
+		process_totals(fd, rows, n, sum);
 	if (taskstate_comm(rows[0].tgid, comm, sizeof(comm)) < 0)
 		strcpy(comm, "");
 	for (k = 0; k < (counters ? NT : TASKSTATE_NR_STATES); k++) {
@@ -309,14 +331,14 @@ static void put_process(FILE *f, const struct top_row *rows, uint32_t n,
 	}
 }
 
-static void put_metrics(FILE *f, const struct top_read *r)
+static void put_metrics(FILE *f, int fd, const struct top_read *r)
 {
 	uint32_t i, j;
 	int pass;
 
 	for (pass = 0; pass < 2; pass++) {
 		if (!pass)
-			fputs("# HELP taskstate_process_state_seconds_total Seconds the tracked threads of a process spent in each state since each began to be tracked (running, runnable, sleeping, blocked, other: stopped, traced, dead).\n"
+			fputs("# HELP taskstate_process_state_seconds_total Seconds the tracked threads of a process, exited ones included, spent in each state since each began to be tracked (running, runnable, sleeping, blocked, other: stopped, traced, dead).\n"
 			      "# TYPE taskstate_process_state_seconds_total counter\n",
 			      f);
 		else
@@ -326,7 +348,7 @@ static void put_metrics(FILE *f, const struct top_read *r)
 			for (j = i + 1; j < r->n &&
 			     r->rows[j].tgid == r->rows[i].tgid; j++)
 				;
-			put_process(f, &r->rows[i], j - i, !pass);
+			put_process(f, fd, &r->rows[i], j - i, !pass);
 		}
 	}
 }
@@ -364,7 +386,7 @@ int metrics_run(int fd, const struct metrics_opts *o)
 			return EXIT_FAILURE;
 		}
 	}
-	put_metrics(f, &r);
+	put_metrics(f, fd, &r);
 	free(r.rows);
 	if (!o->out)
 		return EXIT_SUCCESS;

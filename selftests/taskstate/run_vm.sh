@@ -57,6 +57,7 @@ section_track_all() {
 	run "$TS_BIN/ts_mmap"
 	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_mmap"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_totals"
+	TS_BIN=$TS_BIN run "$TS_BIN/ts_proc"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
 	run "$TS_BIN/ts_mutex"
 	[ -n "${TS_BIN32:-}" ] && run "$TS_BIN32/ts_mutex"
@@ -78,6 +79,7 @@ section_track_none() {
 	run "$TS_BIN/ts_abi"
 	run "$TS_BIN/ts_mmap"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_totals"
+	TS_BIN=$TS_BIN run "$TS_BIN/ts_proc"
 	TS_BIN=$TS_BIN run "$TS_BIN/ts_cli"
 	run "$TS_BIN/ts_mutex"
 	check "examples/stuck_pool finds its stuck worker (track_all=0)" \

@@ -118,11 +118,14 @@ static const struct ts_cmd ts_cmds[] = {
 	  TASKSTATE_LIST_SIZE_VER0 },
 	{ "LOCATE", TASKSTATE_IOC_LOCATE, sizeof(struct taskstate_locate),
 	  TASKSTATE_LOCATE_SIZE_VER0 },
+	{ "PROCESS", TASKSTATE_IOC_PROCESS, sizeof(struct taskstate_process),
+	  TASKSTATE_PROCESS_SIZE_VER0 },
 };
 
 /*
  * Write a valid argument for @c into @buf (its other bytes untouched):
- * INFO plain, TRACK/UNTRACK of thread @tid, SAMPLE and LIST of nothing.
+ * INFO plain, TRACK/UNTRACK of thread @tid, SAMPLE and LIST of nothing,
+ * PROCESS of process @tid (the test's: its only thread).
  * Out fields are poisoned.
  */
 static void fill_valid(const struct ts_cmd *c, void *buf, uint32_t size,
@@ -167,6 +170,14 @@ static void fill_valid(const struct ts_cmd *c, void *buf, uint32_t size,
 		a->found = POISON32;
 		break;
 	}
+	case TASKSTATE_IOC_PROCESS: {
+		struct taskstate_process *a = buf;
+
+		memset(a, POISON, sizeof(*a));
+		a->flags = 0;
+		a->pid = (uint32_t)tid;
+		break;
+	}
 	}
 	*(uint32_t *)buf = size;
 }
@@ -193,6 +204,14 @@ static bool written(const struct ts_cmd *c, const void *buf, uint32_t size)
 
 		return a->filled == 0 && a->total != POISON32;
 	}
+	case TASKSTATE_IOC_PROCESS: {
+		const struct taskstate_process *a = buf;
+
+		/* valid 0 (not tracked as a process) answers zeros */
+		return a->size == size && a->valid <= 1 &&
+		       a->now_ns != POISON64 && a->nr_exited != POISON64 &&
+		       (a->valid || !a->now_ns);
+	}
 	}
 	return false;
 }
@@ -214,6 +233,9 @@ static bool untouched(const struct ts_cmd *c, const void *buf)
 		return ((const struct taskstate_locate *)buf)->found == POISON32;
 	case TASKSTATE_IOC_LIST:
 		return ((const struct taskstate_list *)buf)->total == POISON32;
+	case TASKSTATE_IOC_PROCESS:
+		return ((const struct taskstate_process *)buf)->now_ns ==
+		       POISON64;
 	}
 	return false;
 }
@@ -828,7 +850,7 @@ TEST_F(abi, real_numbers_of_other_types_are_enotty)
 	for (type = 0; type < 256; type++) {
 		if (type == TASKSTATE_IOC_TYPE)
 			continue;
-		for (nr = 0; nr <= 4; nr++) {
+		for (nr = 0; nr < ARRAY_SIZE(ts_cmds); nr++) {
 			if (_IO(type, nr) == FIGETBSZ)
 				continue;
 			EXPECT_EQ(-ENOTTY, ioc_with_info(self->fd,
@@ -847,12 +869,13 @@ TEST_F(abi, sized_encodings_of_real_commands_are_enotty)
 	const unsigned int sizes[] = {
 		1, 4, 8, sizeof(struct taskstate_info),
 		sizeof(struct taskstate_track), sizeof(struct taskstate_sample),
-		sizeof(struct taskstate_list), (1U << _IOC_SIZEBITS) - 1,
+		sizeof(struct taskstate_list), sizeof(struct taskstate_process),
+		(1U << _IOC_SIZEBITS) - 1,
 	};
 	size_t d, s;
 	unsigned int nr;
 
-	for (nr = 0; nr <= 4; nr++)
+	for (nr = 0; nr < ARRAY_SIZE(ts_cmds); nr++)
 		for (d = 0; d < ARRAY_SIZE(dirs); d++)
 			for (s = 0; s < ARRAY_SIZE(sizes); s++) {
 				unsigned long cmd = _IOC(dirs[d],
@@ -1260,6 +1283,68 @@ TEST_F(abi, track_of_unknown_id_is_esrch)
 					       cmds[c], ids[i], flags[f]);
 				EXPECT_EQ(POISON64, nr);
 			}
+}
+
+/* PROCESS of ids that name no process. */
+static long do_process(int fd, uint32_t pid, struct taskstate_process *a)
+{
+	memset(a, POISON, sizeof(*a));
+	a->size = sizeof(*a);
+	a->flags = 0;
+	a->pid = pid;
+	return ts_ioc(fd, TASKSTATE_IOC_PROCESS, a);
+}
+
+TEST_F(abi, process_of_unknown_pid_is_esrch)
+{
+	const uint32_t ids[] = {
+		(uint32_t)reaped_pid(), 0, TS_PID_MAX_LIMIT,
+		TS_PID_MAX_LIMIT + 1, 0x7fffffff, 0x80000000U, UINT32_MAX,
+	};
+	struct taskstate_process a;
+	size_t i;
+
+	ASSERT_LT(0, (pid_t)ids[0]);
+	for (i = 0; i < ARRAY_SIZE(ids); i++) {
+		EXPECT_EQ(-ESRCH, do_process(self->fd, ids[i], &a))
+			TH_LOG("pid %u", ids[i]);
+		EXPECT_EQ(POISON64, a.now_ns);
+		EXPECT_EQ(POISON32, a.valid);
+	}
+}
+
+/*
+ * A thread's tid is not a process: ESRCH, even with the process tracked.
+ * The process's own pid answers, valid once it is tracked as a whole,
+ * with its threads counted.
+ */
+TEST_F(abi, process_of_non_leader_tid_is_esrch)
+{
+	struct taskstate_process a;
+	struct parked p;
+
+	ASSERT_EQ(0, park_threads(&p));
+	TRACK_PROCESS();
+	EXPECT_EQ(-ESRCH, do_process(self->fd, p.t[0].tid, &a));
+	EXPECT_EQ(POISON64, a.now_ns);
+	ASSERT_EQ(0, do_process(self->fd, self->pid, &a));
+	EXPECT_EQ(sizeof(a), a.size);
+	EXPECT_EQ(1, a.valid);
+	EXPECT_EQ(NR_PARKED + 1, a.nr_threads);
+	EXPECT_NE(0, a.now_ns);
+	EXPECT_NE(POISON64, a.nr_exited);
+	unpark_threads(&p);
+}
+
+/* Version 0 is the whole struct: a shorter size is EINVAL (generic). */
+TEST_F(abi, process_size_ver0_is_whole_struct)
+{
+	EXPECT_EQ(TASKSTATE_PROCESS_SIZE_VER0, sizeof(struct taskstate_process));
+	EXPECT_EQ(offsetof(struct taskstate_process, exited_ns) +
+		  sizeof(((struct taskstate_process *)0)->exited_ns),
+		  sizeof(struct taskstate_process));
+	EXPECT_EQ(16, offsetof(struct taskstate_process, now_ns));
+	EXPECT_EQ(40, offsetof(struct taskstate_process, state_ns));
 }
 
 TEST_F(abi, track_process_of_non_leader_tid_is_esrch)
@@ -1941,6 +2026,7 @@ TEST_F(abi, pidns_sample_resolves_tids_in_callers_namespace)
 
 static int inside_track_outsider(struct pidns_arg *a)
 {
+	struct taskstate_process pr;
 	uint64_t nr;
 	int fd;
 
@@ -1955,6 +2041,7 @@ static int inside_track_outsider(struct pidns_arg *a)
 	CHILD_EQ(-ESRCH, do_track(fd, TASKSTATE_IOC_UNTRACK, a->outside_pid,
 				  TASKSTATE_TRACK_PROCESS, &nr));
 	CHILD_EQ(POISON64, nr);
+	CHILD_EQ(-ESRCH, do_process(fd, a->outside_pid, &pr));
 	return 0;
 }
 

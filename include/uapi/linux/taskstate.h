@@ -558,4 +558,72 @@ taskstate_map_read_totals(const struct taskstate_map_entry *e, __u32 gen,
 #define TASKSTATE_IOC_LIST	_IO(TASKSTATE_IOC_TYPE, 0x04)
 #define TASKSTATE_IOC_LOCATE	_IO(TASKSTATE_IOC_TYPE, 0x05)
 
+/**
+ * DOC: Process totals
+ *
+ * A process's per-state totals, as a counter that only goes down when
+ * the process ends: the totals of its tracked threads, and of those that
+ * left it, kept by the module as the kernel keeps a dead thread's CPU
+ * time in the process's signal_struct.  The module keeps them for a
+ * process whose leader (the thread whose tid is the pid) is tracked:
+ * every process with track_all, a process tracked with
+ * TASKSTATE_TRACK_PROCESS.  A thread counts in its process's totals from
+ * when its tracking begins, if its leader is tracked then (TRACK of a
+ * lone thread whose leader is not tracked does not join it; TRACK with
+ * TASKSTATE_TRACK_PROCESS joins every thread), until it leaves: when it
+ * is freed after its exit, or untracked by UNTRACK while its leader
+ * stays tracked.  Either way its totals, up to that moment (the time in
+ * its last state included), move into @exited_ns and keep counting in
+ * @state_ns: so a thread's UNTRACK does not lower its process's totals
+ * either.  Tracking it again counts it again from then, as a new thread.
+ *
+ * The record ends, and @valid reads 0, when the leader is untracked
+ * (UNTRACK of the leader or of the process); and with the process (the
+ * leader freed after the last thread's exit; then its pid is ESRCH).  A
+ * non-leader thread that calls exec takes its leader's pid (de_thread()):
+ * the record stays the process's, across that exec as across any other.
+ *
+ * The module answers from one consistent look, under the lock that
+ * moving a thread's totals takes: a thread is counted live or exited,
+ * never both, never neither.  Exited threads not yet freed (released,
+ * no longer listed by LIST) are still counted live.  So for one process
+ * each @state_ns[i] never decreases from one call to the next, and
+ * @now_ns neither; the sum of @state_ns[] grows with @now_ns.
+ */
+
+/**
+ * struct taskstate_process - ioctl(TASKSTATE_IOC_PROCESS)
+ * @size: in: sizeof(struct taskstate_process)
+ * @flags: in: must be 0
+ * @pid: in: a process, in the caller's pid namespace
+ * @valid: out: 1 if the module keeps this process's totals (see above),
+ *         else 0 and every other out field 0
+ * @now_ns: out: CLOCK_BOOTTIME time the totals are counted up to
+ * @nr_threads: out: threads counted live (tracked, not freed yet)
+ * @nr_exited: out: threads whose totals moved into @exited_ns
+ * @state_ns: out: ns the process's threads spent in each state
+ *            (TASKSTATE_TOTAL_*) up to @now_ns: the live threads'
+ *            totals with the time in their current state, plus
+ *            @exited_ns
+ * @exited_ns: out: the part of @state_ns that threads which left brought
+ *
+ * Errors: ESRCH no such process in the caller's pid namespace;
+ * EOPNOTSUPP the module keeps no totals (totals=0).
+ */
+struct taskstate_process {
+	__u32 size;
+	__u32 flags;
+	__u32 pid;
+	__u32 valid;
+	__aligned_u64 now_ns;
+	__aligned_u64 nr_threads;
+	__aligned_u64 nr_exited;
+	__aligned_u64 state_ns[TASKSTATE_MAP_NR_TOTALS];
+	__aligned_u64 exited_ns[TASKSTATE_MAP_NR_TOTALS];
+};
+
+#define TASKSTATE_PROCESS_SIZE_VER0	120
+
+#define TASKSTATE_IOC_PROCESS	_IO(TASKSTATE_IOC_TYPE, 0x06)
+
 #endif /* _UAPI_LINUX_TASKSTATE_H */

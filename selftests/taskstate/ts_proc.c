@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ts_proc: a process's totals, its exited threads' included
+ * (TASKSTATE_IOC_PROCESS, "DOC: Process totals" in the uapi header).
+ *
+ * A process whose threads churn (created, run, sleep, exit) is read in a
+ * loop, by PROCESS and by `taskstate metrics` as a scraper would: no
+ * per-state counter ever goes down, and once the churn stops the answer
+ * is the live thread's totals plus what the exited ones brought.  The
+ * same loop sums the threads LIST shows, as metrics did before the
+ * module kept exited totals: that sum must go down (the negative
+ * control: the churn does make a per-thread sum drop).  Also: a thread's
+ * UNTRACK moves its totals into the process's, the record ends with its
+ * leader's tracking, and it survives exec by a non-leader thread.
+ *
+ * Runs in either track_all mode (with track_all=0 the fixture tracks its
+ * process as a whole); skips without totals (totals=0).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "common.h"
+#include "kselftest_harness.h"
+
+#define MS		1000000ULL
+#define NT		TASKSTATE_MAP_NR_TOTALS
+
+/* Environment of the exec'd image (exec_by_non_leader_keeps_the_record). */
+#define EXEC_ENV	"TS_PROC_EXEC_FD"
+
+/*
+ * After exec, this program started as a non-leader thread's new image:
+ * say so on the inherited pipe, then wait to be killed.
+ */
+__attribute__((constructor)) static void exec_child(void)
+{
+	const char *fd = getenv(EXEC_ENV);
+
+	if (!fd)
+		return;
+	if (write(atoi(fd), "e", 1) != 1)
+		_exit(1);
+	ts_sleep_ms(20000);
+	_exit(0);
+}
+
+FIXTURE(proc) {
+	int fd;
+	struct taskstate_info info;
+	pid_t pid;
+};
+
+FIXTURE_SETUP(proc)
+{
+	self->fd = taskstate_open();
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, taskstate_info(self->fd, &self->info));
+	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
+		SKIP(return, "the module keeps no totals (totals=0)");
+	self->pid = getpid();
+	/* track_all=0: this process, as a whole. */
+	if (!self->info.track_all)
+		ASSERT_EQ(0, taskstate_track(self->fd, self->pid, true, NULL));
+}
+
+FIXTURE_TEARDOWN(proc)
+{
+	taskstate_close(self->fd);
+}
+
+static uint64_t sum_of(const __u64 v[NT])
+{
+	uint64_t s = 0;
+	int i;
+
+	for (i = 0; i < NT; i++)
+		s += v[i];
+	return s;
+}
+
+/* The first state whose count went down from @prev to @cur, or -1. */
+static int first_drop(const __u64 prev[NT], const __u64 cur[NT])
+{
+	int k;
+
+	for (k = 0; k < NT; k++)
+		if (cur[k] < prev[k])
+			return k;
+	return -1;
+}
+
+/* Busy until @ns of CLOCK_BOOTTIME have passed: RUNNING or RUNNABLE. */
+static void spin_ns(uint64_t ns)
+{
+	uint64_t end = taskstate_now_ns() + ns;
+
+	while (taskstate_now_ns() < end)
+		;
+}
+
+/* The churn: batches of workers that run 3 ms, sleep 3 ms and exit. */
+#define WORK_MS		3
+#define BATCH		4
+
+struct churn {
+	pthread_t thread;
+	volatile int stop;
+	unsigned long exited;	/* workers joined */
+	int err;
+};
+
+static void *worker(void *arg)
+{
+	spin_ns(WORK_MS * MS);
+	ts_sleep_ms(WORK_MS);
+	return NULL;
+}
+
+static void *churner(void *arg)
+{
+	struct churn *c = arg;
+	pthread_t t[BATCH];
+	int i, n;
+
+	while (!c->stop) {
+		for (n = 0; n < BATCH; n++) {
+			c->err = pthread_create(&t[n], NULL, worker, NULL);
+			if (c->err)
+				break;
+		}
+		for (i = 0; i < n; i++)
+			pthread_join(t[i], NULL);
+		c->exited += n;
+		if (c->err)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * The per-state sum of the threads LIST shows of @pid, up to a time read
+ * before the list (so that each thread's value is its true total at
+ * some moment of the call, and a thread's own value never decreases).
+ * What `taskstate metrics` summed before the module kept exited totals.
+ */
+static int list_sum(int fd, pid_t pid, __u64 sum[NT])
+{
+	struct taskstate_totals *t;
+	struct taskstate_entry *e;
+	uint64_t now = taskstate_now_ns(), at[NT];
+	uint32_t i, n;
+	int k, ret;
+
+	ret = taskstate_list_totals(fd, pid, &e, &t, &n);
+	if (ret < 0)
+		return ret;
+	memset(sum, 0, NT * sizeof(*sum));
+	for (i = 0; i < n; i++) {
+		if (!taskstate_totals_match(e[i].word, &t[i]))
+			continue;
+		taskstate_totals_at(e[i].word, &t[i], now, at);
+		for (k = 0; k < NT; k++)
+			sum[k] += at[k];
+	}
+	free(e);
+	free(t);
+	return 0;
+}
+
+/* PROCESS of @pid until only @live threads are counted, or 10 s. */
+static int settle(int fd, pid_t pid, uint64_t live,
+		  struct taskstate_process *p)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < 1000; i++) {
+		ret = taskstate_process(fd, pid, p);
+		if (ret != 1 || p->nr_threads == live)
+			return ret;
+		ts_sleep_ms(10);
+	}
+	return -ETIMEDOUT;
+}
+
+/*
+ * Threads churn while PROCESS and LIST read the process in a loop: the
+ * answer never goes down, in any state; LIST's sum does.  Then, with
+ * only this thread left, the answer is this thread's time since its
+ * tracking began plus the exited threads', which hold at least the time
+ * the workers spun and slept.
+ */
+TEST_F(proc, churn_never_decreases)
+{
+	__u64 naive[NT], prev_naive[NT] = { 0 };
+	uint64_t end;
+	struct taskstate_process p, prev = { 0 };
+	unsigned long reads = 0, naive_drops = 0;
+	struct churn c = { 0 };
+	struct taskstate_entry e = { .tid = (uint32_t)self->pid };
+	struct taskstate_totals me;
+	uint64_t exp;
+	int k;
+
+	ASSERT_EQ(0, pthread_create(&c.thread, NULL, churner, &c));
+	end = taskstate_now_ns() + 4000 * MS;
+	while (taskstate_now_ns() < end || c.exited < 200) {
+		ASSERT_EQ(0, list_sum(self->fd, self->pid, naive));
+		ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p));
+		ASSERT_LE(prev.now_ns, p.now_ns);
+		k = first_drop(prev.state_ns, p.state_ns);
+		ASSERT_EQ(-1, k) TH_LOG("read %lu: %s went down", reads,
+					taskstate_total_name(k));
+		ASSERT_EQ(-1, first_drop(prev.exited_ns, p.exited_ns));
+		ASSERT_EQ(-1, first_drop(p.exited_ns, p.state_ns));
+		if (reads && first_drop(prev_naive, naive) >= 0)
+			naive_drops++;
+		ASSERT_LE(prev.nr_exited, p.nr_exited);
+		memcpy(prev_naive, naive, sizeof(naive));
+		prev = p;
+		reads++;
+		if (taskstate_now_ns() > end + 60000 * MS)
+			break;	/* a stalled guest: judge what was read */
+	}
+	c.stop = 1;
+	pthread_join(c.thread, NULL);
+	ASSERT_EQ(0, c.err);
+	TH_LOG("%lu reads, %lu workers exited, %lu drops of the LIST sum",
+	       reads, c.exited, naive_drops);
+	ASSERT_LE(50, c.exited);
+
+	/* The negative control: LIST's sum of the same process went down. */
+	EXPECT_LT(0, naive_drops);
+
+	/* Every worker and the churner freed: this thread alone is live. */
+	ASSERT_EQ(1, settle(self->fd, self->pid, 1, &p));
+	EXPECT_LE(c.exited + 1, p.nr_exited);
+	/* Each worker spun WORK_MS (RUNNING or RUNNABLE), then slept. */
+	EXPECT_LE(c.exited * WORK_MS * MS,
+		  p.exited_ns[TASKSTATE_TOTAL_RUNNING] +
+		  p.exited_ns[TASKSTATE_TOTAL_RUNNABLE]);
+	EXPECT_LE(c.exited * WORK_MS * MS * 8 / 10,
+		  p.exited_ns[TASKSTATE_TOTAL_SLEEPING]);
+	/*
+	 * Live plus exited: this thread's totals sum to the time from its
+	 * start_ns to now_ns (its current state's age included).  Off by at
+	 * most the moments ts_proc_read() holds a state's answer up (its
+	 * comment); 2 ms is far below one worker's share.
+	 */
+	ASSERT_EQ(1, taskstate_sample_totals(self->fd, &e, &me, 1));
+	exp = sum_of(p.exited_ns) + (p.now_ns - me.start_ns);
+	TH_LOG("sum %llu ns, live + exited %llu ns",
+	       (unsigned long long)sum_of(p.state_ns),
+	       (unsigned long long)exp);
+	EXPECT_LE(exp, sum_of(p.state_ns));
+	EXPECT_GE(exp + 2 * MS, sum_of(p.state_ns));
+	EXPECT_EQ(-1, first_drop(prev.state_ns, p.state_ns));
+}
+
+/* One metrics scrape: this process's counters, in ns; 0 or -1. */
+static int scrape(pid_t pid, __u64 v[NT])
+{
+	static const char *const names[NT] = {
+		"running", "runnable", "sleeping", "blocked", "other",
+	};
+	unsigned long long s, ns;
+	char cmd[512], line[512], state[32];
+	int k, seen = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%.256s/taskstate metrics -p %d",
+		 getenv("TS_BIN"), (int)pid);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, ",state=\"");
+
+		if (strncmp(line, "taskstate_process_state_seconds_total{", 39) ||
+		    !p || sscanf(p, ",state=\"%31[a-z]\"} %llu.%9llu", state,
+				 &s, &ns) != 3)
+			continue;
+		for (k = 0; k < NT; k++)
+			if (!strcmp(state, names[k])) {
+				v[k] = s * 1000000000ULL + ns;
+				seen |= 1 << k;
+			}
+	}
+	return pclose(f) || seen != (1 << NT) - 1 ? -1 : 0;
+}
+
+/* `taskstate metrics` in a scrape loop over the churn: never down. */
+TEST_F(proc, metrics_counters_never_decrease)
+{
+	__u64 v[NT], prev[NT] = { 0 };
+	uint64_t end;
+	struct churn c = { 0 };
+	unsigned long scrapes = 0;
+	int k;
+
+	if (!getenv("TS_BIN"))
+		SKIP(return, "TS_BIN (the taskstate CLI's directory) not set");
+	ASSERT_EQ(0, pthread_create(&c.thread, NULL, churner, &c));
+	end = taskstate_now_ns() + 4000 * MS;
+	while (taskstate_now_ns() < end || scrapes < 20) {
+		ASSERT_EQ(0, scrape(self->pid, v));
+		k = first_drop(prev, v);
+		ASSERT_EQ(-1, k) TH_LOG("scrape %lu: %s went down", scrapes,
+					taskstate_total_name(k));
+		memcpy(prev, v, sizeof(v));
+		scrapes++;
+		if (taskstate_now_ns() > end + 60000 * MS)
+			break;
+	}
+	c.stop = 1;
+	pthread_join(c.thread, NULL);
+	ASSERT_EQ(0, c.err);
+	TH_LOG("%lu scrapes, %lu workers exited", scrapes, c.exited);
+	ASSERT_LE(10, c.exited);
+}
+
+struct sleeper {
+	pthread_t thread;
+	int pipe[2];
+	pid_t tid;
+};
+
+static void *sleeper_fn(void *arg)
+{
+	struct sleeper *s = arg;
+	char ch;
+
+	__atomic_store_n(&s->tid, ts_gettid(), __ATOMIC_RELEASE);
+	if (read(s->pipe[0], &ch, 1) < 0)
+		return NULL;
+	return NULL;
+}
+
+static int sleeper_start(struct sleeper *s)
+{
+	s->tid = 0;
+	if (pipe(s->pipe) || pthread_create(&s->thread, NULL, sleeper_fn, s))
+		return -1;
+	while (!__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE))
+		ts_sleep_ms(1);
+	return 0;
+}
+
+static void sleeper_stop(struct sleeper *s)
+{
+	if (write(s->pipe[1], "x", 1) != 1)
+		return;
+	pthread_join(s->thread, NULL);
+	close(s->pipe[0]);
+	close(s->pipe[1]);
+}
+
+/*
+ * UNTRACK of one thread moves its totals into the process's exited ones
+ * (the counters do not drop); tracking it again counts it again from
+ * then, as a new thread.
+ */
+TEST_F(proc, untrack_of_a_thread_moves_its_totals)
+{
+	struct taskstate_process p1, p2, p3;
+	struct sleeper s;
+	uint64_t nr;
+
+	ASSERT_EQ(0, sleeper_start(&s));
+	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
+	ts_sleep_ms(100);
+	ASSERT_EQ(1, settle(self->fd, self->pid, 2, &p1));
+	ASSERT_EQ(0, taskstate_untrack(self->fd, s.tid, false, &nr));
+	ASSERT_EQ(1, nr);
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p2));
+	EXPECT_EQ(1, p2.nr_threads);
+	EXPECT_EQ(p1.nr_exited + 1, p2.nr_exited);
+	/* Its 100 ms of sleep, at least, went with it. */
+	EXPECT_LE(p1.exited_ns[TASKSTATE_TOTAL_SLEEPING] + 100 * MS,
+		  p2.exited_ns[TASKSTATE_TOTAL_SLEEPING]);
+	EXPECT_EQ(-1, first_drop(p1.state_ns, p2.state_ns));
+
+	ASSERT_EQ(0, taskstate_track(self->fd, s.tid, false, &nr));
+	ASSERT_EQ(1, nr);
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p3));
+	EXPECT_EQ(2, p3.nr_threads);
+	EXPECT_EQ(p2.nr_exited, p3.nr_exited);
+	EXPECT_EQ(0, memcmp(p2.exited_ns, p3.exited_ns, sizeof(p2.exited_ns)));
+	EXPECT_EQ(-1, first_drop(p2.state_ns, p3.state_ns));
+	sleeper_stop(&s);
+}
+
+/*
+ * The record lives with its leader's tracking: UNTRACK of the leader
+ * ends it (valid 0, every out field 0); a lone thread tracked without
+ * its leader starts none; tracking the process again starts a new one.
+ */
+TEST_F(proc, record_follows_the_leader)
+{
+	struct taskstate_process p, zero = { 0 };
+	struct sleeper s;
+	uint64_t nr;
+
+	ASSERT_EQ(0, sleeper_start(&s));
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p));
+	ASSERT_EQ(0, taskstate_untrack(self->fd, self->pid, false, &nr));
+	ASSERT_EQ(1, nr);
+	ASSERT_EQ(0, taskstate_process(self->fd, self->pid, &p));
+	zero.size = sizeof(zero);
+	zero.pid = (uint32_t)self->pid;
+	EXPECT_EQ(0, memcmp(&zero, &p, sizeof(p)));
+
+	ASSERT_EQ(0, taskstate_untrack(self->fd, self->pid, true, NULL));
+	ASSERT_EQ(0, taskstate_track(self->fd, s.tid, false, &nr));
+	ASSERT_EQ(1, nr);
+	EXPECT_EQ(0, taskstate_process(self->fd, self->pid, &p));
+
+	ASSERT_EQ(0, taskstate_track(self->fd, self->pid, true, &nr));
+	ASSERT_EQ(2, nr);
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p));
+	EXPECT_EQ(2, p.nr_threads);
+	EXPECT_EQ(0, p.nr_exited);
+	EXPECT_EQ(0, sum_of(p.exited_ns));
+	sleeper_stop(&s);
+}
+
+/* The child of exec_by_non_leader_keeps_the_record. */
+static void *exec_thread(void *arg)
+{
+	int fd = *(int *)arg;
+	char env[32], *argv[] = { "ts_proc", NULL }, *envp[] = { env, NULL };
+
+	ts_sleep_ms(300);
+	snprintf(env, sizeof(env), EXEC_ENV "=%d", fd);
+	execve("/proc/self/exe", argv, envp);
+	_exit(2);
+}
+
+static int exec_child_main(int go, int wfd)
+{
+	pthread_t t[BATCH + 1];
+	char ch;
+	int i;
+
+	if (read(go, &ch, 1) != 1)
+		return 1;
+	/* Some threads exit first, so there are exited totals to keep. */
+	for (i = 0; i < BATCH; i++)
+		if (pthread_create(&t[i], NULL, worker, NULL))
+			return 1;
+	for (i = 0; i < BATCH; i++)
+		pthread_join(t[i], NULL);
+	if (pthread_create(&t[BATCH], NULL, exec_thread, &wfd))
+		return 1;
+	for (;;)
+		pause();	/* until exec by the other thread kills it */
+}
+
+/*
+ * A non-leader thread's exec takes the leader's pid and releases the
+ * old leader (de_thread()): read across it, the record stays valid and
+ * never goes down, and then holds the old leader's and the workers'
+ * totals as exited.  It ends with the process.
+ */
+TEST_F(proc, exec_by_non_leader_keeps_the_record)
+{
+	struct taskstate_process p, prev = { 0 };
+	unsigned long reads = 0;
+	int go[2], ev[2], k, execed = 0;
+	uint64_t end = 0;
+	pid_t child;
+	char ch;
+
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe2(ev, O_NONBLOCK));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		close(go[1]);
+		close(ev[0]);
+		_exit(exec_child_main(go[0], ev[1]));
+	}
+	close(go[0]);
+	close(ev[1]);
+	/* Tracked (as a process) before it makes any thread. */
+	if (!self->info.track_all)
+		ASSERT_EQ(0, taskstate_track(self->fd, child, true, NULL));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	for (;;) {
+		ASSERT_EQ(1, taskstate_process(self->fd, child, &p))
+			TH_LOG("read %lu, %s exec", reads,
+			       execed ? "after" : "before");
+		ASSERT_LE(prev.now_ns, p.now_ns);
+		k = first_drop(prev.state_ns, p.state_ns);
+		ASSERT_EQ(-1, k) TH_LOG("read %lu: %s went down", reads,
+					taskstate_total_name(k));
+		ASSERT_LE(prev.nr_exited, p.nr_exited);
+		prev = p;
+		reads++;
+		if (!execed && read(ev[0], &ch, 1) == 1) {
+			execed = 1;
+			/* The old leader's free, a grace period on. */
+			end = taskstate_now_ns() + 1000 * MS;
+		}
+		if (execed && taskstate_now_ns() > end && p.nr_threads == 1)
+			break;
+		ASSERT_GT(20000, reads);
+		ts_sleep_ms(2);
+	}
+	TH_LOG("%lu reads; after exec %llu threads, %llu exited",
+	       reads, (unsigned long long)p.nr_threads,
+	       (unsigned long long)p.nr_exited);
+	/* The workers, the exec'ing thread's old leader. */
+	EXPECT_LE(BATCH + 1, p.nr_exited);
+	EXPECT_LE(BATCH * WORK_MS * MS,
+		  p.exited_ns[TASKSTATE_TOTAL_RUNNING] +
+		  p.exited_ns[TASKSTATE_TOTAL_RUNNABLE]);
+
+	kill(child, SIGKILL);
+	ASSERT_EQ(child, waitpid(child, NULL, 0));
+	EXPECT_EQ(-ESRCH, taskstate_process(self->fd, child, &p));
+	close(go[1]);
+	close(ev[0]);
+}
+
+TEST_HARNESS_MAIN
