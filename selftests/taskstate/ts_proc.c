@@ -266,6 +266,7 @@ static int scrape(pid_t pid, __u64 v[NT])
 		"running", "runnable", "sleeping", "blocked", "other",
 	};
 	unsigned long long s, ns;
+	static const char metric[] = "taskstate_process_state_seconds_total{";
 	char cmd[512], line[512], state[32];
 	int k, seen = 0;
 	FILE *f;
@@ -278,7 +279,7 @@ static int scrape(pid_t pid, __u64 v[NT])
 	while (fgets(line, sizeof(line), f)) {
 		char *p = strstr(line, ",state=\"");
 
-		if (strncmp(line, "taskstate_process_state_seconds_total{", 39) ||
+		if (strncmp(line, metric, sizeof(metric) - 1) ||
 		    !p || sscanf(p, ",state=\"%31[a-z]\"} %llu.%9llu", state,
 				 &s, &ns) != 3)
 			continue;
@@ -334,6 +335,16 @@ static void *sleeper_fn(void *arg)
 
 	__atomic_store_n(&s->tid, ts_gettid(), __ATOMIC_RELEASE);
 	if (read(s->pipe[0], &ch, 1) < 0)
+		return NULL;
+	return NULL;
+}
+
+/* A thread that sleeps until it reads a byte from the pipe *arg. */
+static void *sleeper_on(void *arg)
+{
+	char ch;
+
+	if (read(*(int *)arg, &ch, 1) < 0)
 		return NULL;
 	return NULL;
 }
@@ -424,6 +435,60 @@ TEST_F(proc, record_follows_the_leader)
 	EXPECT_EQ(0, p.nr_exited);
 	EXPECT_EQ(0, sum_of(p.exited_ns));
 	sleeper_stop(&s);
+}
+
+/*
+ * A process of many threads: PROCESS counts every one (one look under
+ * the table's lock walks them all); the time of one call is logged next
+ * to that of LIST of the same process with totals, which reads the same
+ * entries, one lock section each.
+ */
+#define MANY	256
+
+TEST_F(proc, many_threads_counted_and_the_cost_of_one_look)
+{
+	uint64_t t0, t1, t2;
+	struct taskstate_process p;
+	struct taskstate_totals *t;
+	struct taskstate_entry *e;
+	pthread_t th[MANY];
+	pthread_attr_t attr;
+	int go[2], i, n = 0;
+	uint32_t filled;
+
+	ASSERT_EQ(0, pipe(go));
+	/* Small stacks: 256 default ones would fill a 32-bit address space. */
+	ASSERT_EQ(0, pthread_attr_init(&attr));
+	ASSERT_EQ(0, pthread_attr_setstacksize(&attr, 64 * 1024));
+	for (i = 0; i < MANY; i++, n++)
+		if (pthread_create(&th[i], &attr, sleeper_on, &go[0]))
+			break;
+	ASSERT_EQ(MANY, n);
+	ASSERT_EQ(1, settle(self->fd, self->pid, MANY + 1, &p));
+	t0 = taskstate_now_ns();
+	for (i = 0; i < 100; i++)
+		ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p));
+	t1 = taskstate_now_ns();
+	for (i = 0; i < 100; i++) {
+		ASSERT_LE(0, taskstate_list_totals(self->fd, self->pid, &e, &t,
+						   &filled));
+		free(e);
+		free(t);
+	}
+	t2 = taskstate_now_ns();
+	EXPECT_EQ(MANY + 1, p.nr_threads);
+	EXPECT_EQ(MANY + 1, filled);
+	TH_LOG("%d threads: PROCESS %llu us, LIST with totals %llu us a call (ratio %.2f)",
+	       MANY + 1, (unsigned long long)(t1 - t0) / 100000,
+	       (unsigned long long)(t2 - t1) / 100000,
+	       (double)(t1 - t0) / (double)(t2 - t1));
+	for (i = 0; i < MANY; i++)
+		if (write(go[1], "x", 1) != 1)
+			break;
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	close(go[0]);
+	close(go[1]);
 }
 
 /* The child of exec_by_non_leader_keeps_the_record. */
