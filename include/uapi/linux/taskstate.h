@@ -588,7 +588,11 @@ taskstate_map_read_totals(const struct taskstate_map_entry *e, __u32 gen,
  * never both, never neither.  Exited threads not yet freed (released,
  * no longer listed by LIST) are still counted live.  So for one process
  * each @state_ns[i] never decreases from one call to the next, and
- * @now_ns neither; the sum of @state_ns[] grows with @now_ns.
+ * @now_ns neither.  (A live thread's current state is counted up to
+ * @now_ns, and a change of state stamped on another CPU a moment before
+ * it may land just after: the module then answers the state's last
+ * answer again, until the count passes it, as the kernel keeps a
+ * process's utime and stime from going back in cputime_adjust().)
  */
 
 /**
