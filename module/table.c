@@ -131,6 +131,21 @@ u64 ts_inserts_now(void)
  * group_leader, and releases the old leader, whose slot hands the record
  * to it (ts_proc_leave_locked()).
  *
+ * Races, each decided by ts_lock's order:
+ *  - A thread's exit (its free probe) against UNTRACK of its process:
+ *    whichever releases the slot first folds it, the other finds no
+ *    slot.  The walk takes the leader first, ending the record, so the
+ *    threads it untracks after it fold into nothing: the process's
+ *    totals end there, as the uapi says.
+ *  - A new thread against its leader's UNTRACK: it joins only a record
+ *    it finds under the lock, and a record's end detaches every member.
+ *  - pid reuse: records are found from task pointers (ts_lookup()), and
+ *    PROCESS resolves its pid to a task under RCU: a new process with
+ *    an old pid has its own slot and a record of its own, from zero.
+ *    A member's proc index names a slot that holds a record as long as
+ *    the member is on its list: the holder's release empties the list
+ *    (or hands it over) under the lock, before the slot can be reused.
+ *
  * The times the records count up to never go back, even if the clock
  * read on another CPU did (ktime_get_boot_fast_ns() is NMI-safe, not
  * monotonic across an update): a fold or a read after another uses at

@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "common.h"
@@ -497,6 +498,8 @@ static void *exec_thread(void *arg)
 	int fd = *(int *)arg;
 	char env[32], *argv[] = { "ts_proc", NULL }, *envp[] = { env, NULL };
 
+	/* This thread leads after exec: it too dies with the test. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	ts_sleep_ms(300);
 	snprintf(env, sizeof(env), EXEC_ENV "=%d", fd);
 	execve("/proc/self/exe", argv, envp);
@@ -543,6 +546,8 @@ TEST_F(proc, exec_by_non_leader_keeps_the_record)
 	child = fork();
 	ASSERT_LE(0, child);
 	if (!child) {
+		/* A failed test leaves no child holding the device open. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(go[1]);
 		close(ev[0]);
 		_exit(exec_child_main(go[0], ev[1]));
