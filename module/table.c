@@ -134,9 +134,9 @@ u64 ts_inserts_now(void)
  * Races, each decided by ts_lock's order:
  *  - A thread's exit (its free probe) against UNTRACK of its process:
  *    whichever releases the slot first folds it, the other finds no
- *    slot.  The walk takes the leader first, ending the record, so the
- *    threads it untracks after it fold into nothing: the process's
- *    totals end there, as the uapi says.
+ *    slot.  The walk's release of the leader ends the record; threads
+ *    released before it folded into it, those after it fold into
+ *    nothing: either way the process's totals end with the walk.
  *  - A new thread against its leader's UNTRACK: it joins only a record
  *    it finds under the lock, and a record's end detaches every member.
  *  - pid reuse: records are found from task pointers (ts_lookup()), and
