@@ -378,6 +378,7 @@ static void test_sort(void)
 static void test_device_errors(void)
 {
 	struct taskstate_entry e = { .tid = 1 }, *list = NULL;
+	struct taskstate_process proc;
 	struct taskstate_info info;
 	uint32_t n = 99;
 	char comm[TS_COMM_MAX];
@@ -403,6 +404,8 @@ static void test_device_errors(void)
 	CHECK(taskstate_sample(fd, &e, (uint32_t)INT32_MAX + 1) == -EINVAL);
 	CHECK(taskstate_list(fd, 0, &list, &n) == -ENOTTY);
 	CHECK(list == NULL && n == 99);
+	CHECK(taskstate_process(fd, 1, &proc) == -ENOTTY);
+	CHECK(proc.size == sizeof(proc) && proc.pid == 1 && !proc.valid);
 	taskstate_close(fd);
 	unsetenv("TASKSTATE_DEV");
 
