@@ -595,4 +595,25 @@ TEST_F_TIMEOUT(proc, exec_by_non_leader_keeps_the_record, 180)
 	close(ev[0]);
 }
 
+/*
+ * With totals=0 (run_vm.sh's params section) PROCESS is refused: there
+ * is nothing to keep.  With totals, it answers this process.
+ */
+TEST(process_follows_info)
+{
+	struct taskstate_process p;
+	struct taskstate_info info;
+	int fd = taskstate_open();
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, taskstate_info(fd, &info));
+	if (info.map_flags & TASKSTATE_MAP_F_TOTALS) {
+		EXPECT_LE(0, taskstate_process(fd, getpid(), &p));
+		EXPECT_EQ(-ESRCH, taskstate_process(fd, 0, &p));
+	} else {
+		EXPECT_EQ(-EOPNOTSUPP, taskstate_process(fd, getpid(), &p));
+	}
+	taskstate_close(fd);
+}
+
 TEST_HARNESS_MAIN
