@@ -145,7 +145,7 @@ section_params() {
 	# Without per-state totals: refused where asked for, "-" in debugfs.
 	if check "load (totals=0)" insmod "$TS_KO" totals=0; then
 		run "$TS_BIN/ts_totals" totals_follow_info
-		run "$TS_BIN/ts_proc"
+		run "$TS_BIN/ts_proc" process_follows_info
 		check "debugfs shows no totals (totals=0)" \
 			sh -c 'sed -n 2p /sys/kernel/debug/taskstate |
 			       grep -qE "^ *1 .* - +- +- +- +- +[^ ]"'

@@ -14,7 +14,8 @@
  * leader's tracking, and it survives exec by a non-leader thread.
  *
  * Runs in either track_all mode (with track_all=0 the fixture tracks its
- * process as a whole); skips without totals (totals=0).
+ * process as a whole).  With totals=0 run_vm.sh runs process_follows_info
+ * alone (PROCESS refused); the others need totals.
  */
 #include <errno.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 
 #include "common.h"
 #include "kselftest_harness.h"
+#include "harness_filter.h"
 
 #define MS		1000000ULL
 #define NT		TASKSTATE_MAP_NR_TOTALS
@@ -616,4 +618,8 @@ TEST(process_follows_info)
 	taskstate_close(fd);
 }
 
-TEST_HARNESS_MAIN
+/* With arguments, only the tests they name (run_vm.sh: totals=0). */
+int main(int argc, char **argv)
+{
+	return ts_harness_main(argc, argv);
+}
