@@ -569,7 +569,8 @@ taskstate_map_read_totals(const struct taskstate_map_entry *e, __u32 gen,
  * every process with track_all, a process tracked with
  * TASKSTATE_TRACK_PROCESS.  A thread counts in its process's totals from
  * when its tracking begins, if its leader is tracked then (TRACK of a
- * lone thread whose leader is not tracked does not join it; TRACK with
+ * lone thread whose leader is not tracked does not join it, nor do the
+ * tracked threads join a leader tracked alone after them; TRACK with
  * TASKSTATE_TRACK_PROCESS joins every thread), until it leaves: when it
  * is freed after its exit, or untracked by UNTRACK while its leader
  * stays tracked.  Either way its totals, up to that moment (the time in
