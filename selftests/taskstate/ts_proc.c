@@ -262,6 +262,40 @@ TEST_F_TIMEOUT(proc, churn_never_decreases, 180)
 	EXPECT_EQ(-1, first_drop(prev.state_ns, p.state_ns));
 }
 
+/*
+ * Threads exit (their frees fold into the record) while the process is
+ * untracked and tracked again, fifty times: each UNTRACK ends the record
+ * (valid 0), each TRACK starts one from zero that never goes down while
+ * it lasts, and the kernel log stays clean (run_vm.sh's check).
+ */
+TEST_F_TIMEOUT(proc, untrack_process_racing_exits, 180)
+{
+	struct taskstate_process p, prev;
+	struct churn c = { 0 };
+	int round, i, k;
+
+	ASSERT_EQ(0, pthread_create(&c.thread, NULL, churner, &c));
+	for (round = 0; round < 50; round++) {
+		ASSERT_EQ(0, taskstate_track(self->fd, self->pid, true, NULL));
+		memset(&prev, 0, sizeof(prev));
+		for (i = 0; i < 20; i++) {
+			ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p));
+			k = first_drop(prev.state_ns, p.state_ns);
+			ASSERT_EQ(-1, k) TH_LOG("round %d: %s went down", round,
+						taskstate_total_name(k));
+			ASSERT_LE(prev.nr_exited, p.nr_exited);
+			prev = p;
+		}
+		ASSERT_EQ(0, taskstate_untrack(self->fd, self->pid, true, NULL));
+		ASSERT_EQ(0, taskstate_process(self->fd, self->pid, &p));
+		ASSERT_EQ(0, p.nr_threads);
+	}
+	c.stop = 1;
+	pthread_join(c.thread, NULL);
+	ASSERT_EQ(0, c.err);
+	TH_LOG("%d rounds, %lu workers exited", round, c.exited);
+}
+
 /* One metrics scrape: this process's counters, in ns; 0 or -1. */
 static int scrape(pid_t pid, __u64 v[NT])
 {
