@@ -208,7 +208,7 @@ TEST_F_TIMEOUT(proc, churn_never_decreases, 180)
 	int k;
 
 	ASSERT_EQ(0, pthread_create(&c.thread, NULL, churner, &c));
-	end = taskstate_now_ns() + 4000 * MS;
+	end = taskstate_now_ns() + 2000 * MS;
 	while (taskstate_now_ns() < end || c.exited < 100) {
 		ASSERT_EQ(0, list_sum(self->fd, self->pid, naive));
 		ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p));
@@ -341,7 +341,7 @@ TEST_F_TIMEOUT(proc, metrics_counters_never_decrease, 180)
 	if (!getenv("TS_BIN"))
 		SKIP(return, "TS_BIN (the taskstate CLI's directory) not set");
 	ASSERT_EQ(0, pthread_create(&c.thread, NULL, churner, &c));
-	end = taskstate_now_ns() + 4000 * MS;
+	end = taskstate_now_ns() + 2000 * MS;
 	while (taskstate_now_ns() < end || scrapes < 20) {
 		ASSERT_EQ(0, scrape(self->pid, v));
 		k = first_drop(prev, v);
