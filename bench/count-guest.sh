@@ -1,0 +1,102 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The guest side of scripts/count.sh: one Debian 6.1 amd64 boot with the
+# tscount plugin loaded in QEMU.  For each configuration in $COUNT_CONFIGS
+# and each operation in $COUNT_OPS, bench/count runs $COUNT_SPANS marked
+# spans of $COUNT_LOOPS operations, then marks a profile dump.  Writes
+# manifest.txt ("CONFIG OP LOOPS SPANS" per run, in the order of the
+# plugin's spans and dumps), kallsyms.txt, and per loaded configuration
+# the module's section addresses (sections-CONFIG.txt).
+set -u
+out=$TS_OUT
+bin=$COUNT_BIN
+log() { echo "# $(date +%T) $*"; }
+die() { log "FATAL: $*"; exit 1; }
+
+cs=/sys/devices/system/clocksource/clocksource0/current_clocksource
+[ "$(cat $cs)" = tsc ] || die "clocksource $(cat $cs), not tsc"
+cat /proc/kallsyms > "$out/kallsyms.txt"
+# One scheduler path per operation: without wakeup preemption a woken
+# task waits for the waker to block, where otherwise CFS's choice depends
+# on the tasks' run times in ns, so on the emulation's speed, and a
+# round trip takes one of two paths of different length.
+echo NO_WAKEUP_PREEMPTION > /sys/kernel/debug/sched/features ||
+	die "cannot turn wakeup preemption off"
+{
+	echo "guest_kernel=$(uname -r)"
+	echo "guest_cmdline=$(cat /proc/cmdline)"
+	echo "guest_ncpu=$(nproc)"
+	echo "sched_features=$(cat /sys/kernel/debug/sched/features)"
+} > "$out/guest-env.txt"
+: > "$out/manifest.txt"
+
+# Settle: let what a load or unload queued (RCU callbacks, the snapshot's
+# grace periods, the probes' delayed detach, deferred frees) run out.
+settle() {
+	sync
+	sleep "${1:-2}"
+}
+
+bt_pid=
+setup() {
+	case $1 in
+	N) ;;
+	E|T) insmod "$COUNT_KO" track_all=0 || die "insmod" ;;
+	A) insmod "$COUNT_KO" track_all=1 || die "insmod" ;;
+	z) insmod "$COUNT_KO" track_all=1 totals=0 || die "insmod" ;;
+	B)
+		: > /tmp/bt.log
+		BPFTRACE_MAP_KEYS_MAX=65536 bpftrace "$COUNT_BT" > /tmp/bt.log 2>&1 &
+		bt_pid=$!
+		for _ in $(seq 1 1500); do
+			grep -q '^Attaching' /tmp/bt.log && break
+			kill -0 $bt_pid 2>/dev/null || break
+			sleep 0.2
+		done
+		grep -q '^Attaching' /tmp/bt.log || { cat /tmp/bt.log; die "bpftrace did not attach"; }
+		;;
+	esac
+	if [ -d /sys/module/taskstate/sections ]; then
+		for f in /sys/module/taskstate/sections/.text*; do
+			echo "${f##*/} $(cat "$f")"
+		done > "$out/sections-$1.txt"
+		grep '\[taskstate\]' /proc/kallsyms > "$out/kallsyms-$1.txt"
+	fi
+	settle 3
+}
+
+teardown() {
+	case $1 in
+	N) ;;
+	B) kill -INT $bt_pid; wait $bt_pid; bt_pid= ;;
+	*)
+		for _ in 1 2 3 4 5; do
+			rmmod taskstate 2>/dev/null && break
+			sleep 1
+		done
+		[ ! -d /sys/module/taskstate ] || die "rmmod"
+		;;
+	esac
+	settle 3
+}
+
+for cfg in $COUNT_CONFIGS; do
+	log "configuration $cfg"
+	setup "$cfg"
+	for op in $COUNT_OPS; do
+		args=()
+		case $cfg.$op in
+		[NEzB].sample|[NEzB].mapread|[NEzB].debugfs) continue ;;
+		esac
+		[ "$cfg" = T ] && args+=(--track)
+		"$bin/count" "${args[@]}" "$op" "$COUNT_LOOPS" "$COUNT_SPANS" > /tmp/count.log 2>&1 ||
+			{ cat /tmp/count.log; die "count $cfg $op"; }
+		"$bin/count" --dump
+		echo "$cfg $op $COUNT_LOOPS $COUNT_SPANS" >> "$out/manifest.txt"
+		# The detach a second after the last untrack (T), the exits.
+		settle 1.5
+	done
+	teardown "$cfg"
+done
+log "done"

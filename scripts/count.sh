@@ -1,0 +1,106 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The counted benchmark: guest instructions per operation, counted by a
+# TCG plugin (bench/tscount.c) in one boot of Debian 6.1 amd64, under
+# each configuration of the module.  Deterministic where timing is not:
+# the count of a span does not depend on the host's load.
+#
+#   scripts/count.sh [--quick] [--guard] [--out DIR] [--configs "N E T A z B"]
+#                    [--ops "pipe pipe_thr ..."] [--report FILE]
+#
+# What runs, inside one boot (bench/count-guest.sh): for each
+# configuration in turn, bench/count (the driver) runs each operation in
+# SPANS spans of LOOPS operations, pinned to CPU 1, which the kernel
+# command line isolates (isolcpus=1 nohz_full=1 rcu_nocbs=1: no unbound
+# kernel work, no tick while one task runs, no RCU callbacks there).
+#
+#   N  module not loaded
+#   E  loaded (track_all=0), nothing tracked
+#   T  loaded (track_all=0), the benchmark's process tracked
+#   A  loaded with track_all=1: every thread tracked
+#   z  A with totals=0
+#   B  bench/taskstate.bt under bpftrace, no module
+#
+# Operations: empty (the loop alone), pipe (round trip between two
+# processes), pipe_thr (between two threads), fork (fork+exit+wait),
+# thread (pthread create+join), sample (one SAMPLE ioctl), mapread (one
+# mapped read), debugfs (one read of the debugfs file, 1,000 threads
+# more tracked); the last three only where the module tracks the caller.
+#
+# Results in $out (default build/count-run): spans.txt (the plugin's),
+# manifest.txt (which spans belong to which run), the profiles, and
+# REPORT.md (bench/count.py), whose tables docs/performance.md quotes.
+# --guard: only N and A, the pinned pipe, and a TAP line comparing A/N
+# with COUNT_GUARD_LIMIT (default 1.08; scripts/check.sh runs this).
+#
+# Knobs: COUNT_LOOPS (operations per span), COUNT_SPANS, COUNT_TIMEOUT (s),
+# COUNT_GUARD_LIMIT.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$top/build
+out=$build/count-run
+configs="N E T A z B"
+ops="empty pipe pipe_thr fork thread sample mapread debugfs"
+guard=0 quick=0 report=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--guard) guard=1 ;;
+	--out) out=$2; shift ;;
+	--configs) configs=$2; shift ;;
+	--ops) ops=$2; shift ;;
+	--report) report=$2; shift ;;
+	-h|--help) sed -n '4,36p' "$0"; exit 0 ;;
+	*) echo "count: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+if [ $guard = 1 ]; then
+	configs="N A" ops="pipe"
+	out=$build/count-guard
+fi
+: "${COUNT_LOOPS:=5}" "${COUNT_SPANS:=100}" "${COUNT_TIMEOUT:=1500}"
+: "${COUNT_GUARD_LIMIT:=1.08}"
+if [ $quick = 1 ]; then
+	: "${COUNT_SPANS:=10}"
+fi
+bin=$build/count-bin
+ko=$build/count-ko
+log() { echo "# count: $(date +%T) $*"; }
+
+kver=$("$top/scripts/kernels.sh" amd64)
+log "building the module for $kver, the tools, the driver and the plugin"
+"$top/scripts/build-module.sh" "$kver" "$ko" 2>&1 | { grep -v 'Skipping BTF' || true; }
+[ -f "$ko/taskstate.ko" ] || { echo "count: module build failed" >&2; exit 1; }
+make -s -C "$top/tools" O="$bin" all
+make -s -C "$top/bench" O="$bin" count tscount
+
+rm -rf "$out"
+mkdir -p "$out"
+guest=$out/../count-guest-$$.sh
+cat > "$guest" <<EOF
+export COUNT_BIN=$bin COUNT_KO=$ko/taskstate.ko COUNT_BT=$top/bench/taskstate.bt
+export COUNT_CONFIGS="$configs" COUNT_OPS="$ops"
+export COUNT_LOOPS=$COUNT_LOOPS COUNT_SPANS=$COUNT_SPANS
+exec bash $top/bench/count-guest.sh
+EOF
+log "booting $kver with the plugin (progress: $out/output.log)"
+t0=$(date +%s)
+rc=0
+QEMU_EXTRA="-plugin $bin/tscount.so,out=$out/spans.txt,prof=1" \
+	"$top/scripts/vm-run.sh" --quiet --timeout "$COUNT_TIMEOUT" \
+	--accel "tcg" \
+	--append "tsc=reliable clocksource=tsc isolcpus=1 irqaffinity=0" \
+	"$kver" "$out" "$guest" || rc=$?
+rm -f "$guest"
+log "guest done in $(( $(date +%s) - t0 )) s, status $rc"
+if [ $rc != 0 ]; then
+	tail -n 30 "$out/output.log" 2>/dev/null || true
+	exit 1
+fi
+args=(--run "$out")
+[ $guard = 0 ] || args+=(--guard "$COUNT_GUARD_LIMIT")
+[ -z "$report" ] || args+=(--report "$report")
+python3 "$top/bench/count.py" "${args[@]}"
