@@ -45,16 +45,21 @@ setup() {
 	E|T) insmod "$COUNT_KO" track_all=0 || die "insmod" ;;
 	A) insmod "$COUNT_KO" track_all=1 || die "insmod" ;;
 	z) insmod "$COUNT_KO" track_all=1 totals=0 || die "insmod" ;;
-	B)
+	B|L)
 		: > /tmp/bt.log
-		BPFTRACE_MAP_KEYS_MAX=65536 bpftrace "$COUNT_BT" > /tmp/bt.log 2>&1 &
+		# On CPU 0: only its programs run on the benchmark's CPU.
+		if [ "$1" = B ]; then
+			BPFTRACE_MAP_KEYS_MAX=65536 taskset -c 0 bpftrace "$COUNT_BT" > /tmp/bt.log 2>&1 &
+		else
+			taskset -c 0 "$bin/tsbpf" "$bin/tsbpf.bpf.o" > /tmp/bt.log 2>&1 &
+		fi
 		bt_pid=$!
 		for _ in $(seq 1 1500); do
-			grep -q '^Attaching' /tmp/bt.log && break
+			grep -q '^Attach' /tmp/bt.log && break
 			kill -0 $bt_pid 2>/dev/null || break
 			sleep 0.2
 		done
-		grep -q '^Attaching' /tmp/bt.log || { cat /tmp/bt.log; die "bpftrace did not attach"; }
+		grep -q '^Attach' /tmp/bt.log || { cat /tmp/bt.log; die "$1 did not attach"; }
 		;;
 	esac
 	if [ -d /sys/module/taskstate/sections ]; then
@@ -69,7 +74,7 @@ setup() {
 teardown() {
 	case $1 in
 	N) ;;
-	B) kill -INT $bt_pid; wait $bt_pid; bt_pid= ;;
+	B|L) kill -INT $bt_pid; wait $bt_pid; bt_pid= ;;
 	*)
 		for _ in 1 2 3 4 5; do
 			rmmod taskstate 2>/dev/null && break
@@ -87,7 +92,7 @@ for cfg in $COUNT_CONFIGS; do
 	for op in $COUNT_OPS; do
 		args=()
 		case $cfg.$op in
-		[NEzB].sample|[NEzB].mapread|[NEzB].debugfs) continue ;;
+		[NEzBL].sample|[NEzBL].mapread|[NEzBL].debugfs) continue ;;
 		esac
 		[ "$cfg" = T ] && args+=(--track)
 		"$bin/count" "${args[@]}" "$op" "$COUNT_LOOPS" "$COUNT_SPANS" > /tmp/count.log 2>&1 ||

@@ -12,11 +12,12 @@ Per configuration and operation, each span gives instructions per
 operation (the span's count less the empty loop's span, over the
 operations in it).  What lands in a span besides the operation (a
 timer tick, RCU's callbacks) only adds, so for an operation whose path is
-fixed (pipe, pipe_thr, sample, mapread, debugfs) the estimate is the
-least span, which most spans equal; fork and thread run deferred work
-(RCU callbacks freeing tasks, exit's) that lands in some spans and not
-others: their estimate is the median.  The spread is that of the spans'
-middle half, relative to the estimate.
+fixed (pipe, pipe_thr, sample, mapread) the estimate is the floor: the
+least span count that at least FLOOR_REPEATS spans had exactly (many
+do).  fork and thread run deferred work (RCU callbacks freeing tasks,
+exit's) that lands in some spans and not others, and a debugfs read of
+thousands of lines never repeats exactly: their estimate is the median.
+The spread is that of the spans' middle half, relative to the estimate.
 
   count.py --run DIR [--report FILE] [--guard LIMIT] [--ko FILE] [--json FILE]
 """
@@ -47,7 +48,8 @@ OPS = {
     'mapread': 'one mapped read',
     'debugfs': 'one debugfs read, 1,000+ threads tracked',
 }
-MEDIAN_OPS = ('fork', 'thread')
+MEDIAN_OPS = ('fork', 'thread', 'debugfs')
+FLOOR_REPEATS = 3
 KERNEL_HALF = 0xffff800000000000
 
 
@@ -67,9 +69,11 @@ def load_runs(run):
             elif p and p[0] == 'dump':
                 runs.append((cur, int(p[1])))
                 cur = []
-    if len(runs) < len(manifest):
-        sys.exit('count.py: %d runs in the manifest, %d in spans.txt'
-                 % (len(manifest), len(runs)))
+    if len(runs) != len(manifest):
+        print('count.py: %d runs in the manifest, %d in spans.txt: the '
+              'first %d only' % (len(manifest), len(runs),
+                                 min(len(runs), len(manifest))),
+              file=sys.stderr)
     out = {}
     for (cfg, op, loops, nspans), (spans, dump) in zip(manifest, runs):
         if len(spans) != nspans:
@@ -90,11 +94,21 @@ def estimates(runs):
         base = min(empty['spans']) if empty and op != 'empty' else 0
         per = sorted((s - base) / r['loops'] for s in r['spans'])
         med = statistics.median(per)
-        est = med if op in MEDIAN_OPS else per[0]
+        est, at_floor = med, None
+        if op not in MEDIAN_OPS:
+            # The floor: the least span count that FLOOR_REPEATS spans
+            # had exactly (a rare shorter span is not the operation's).
+            counts = {}
+            for x in r['spans']:
+                counts[x] = counts.get(x, 0) + 1
+            floor = [x for x in sorted(counts) if counts[x] >= FLOOR_REPEATS]
+            if floor:
+                est = (floor[0] - base) / r['loops']
+                at_floor = counts[floor[0]]
         n = len(per)
         mid = per[n // 4: n - n // 4] or per
         spread = (mid[-1] - mid[0]) / est if est else 0.0
-        res[(cfg, op)] = (est, spread, med, per[0], per[-1])
+        res[(cfg, op)] = (est, spread, med, per[0], per[-1], at_floor)
     return res
 
 
@@ -270,10 +284,13 @@ def report(a, runs, res):
         L.append('Guest: %s, command line `%s`.\n' % (
             kv.get('guest_kernel', '?'), kv.get('guest_cmdline', '?')))
     L.append('Instructions per operation executed by the benchmark\'s CPU '
-             '(the empty loop\'s span subtracted), estimate of %s spans; '
-             'in brackets the ratio to "not loaded"; the spread of the '
-             'spans\' middle half in the last column of each.\n'
-             % ', '.join(sorted(set(str(r['nspans']) for r in runs.values()))))
+             '(the empty loop\'s span subtracted), from %s spans of %s '
+             'operations; in parentheses the ratio to "not loaded" and the '
+             'instructions added; in square brackets how many spans counted '
+             'exactly the floor, or after ± half the relative spread of the '
+             'spans\' middle half (median estimates).\n'
+             % ('/'.join(sorted(set(str(r['nspans']) for r in runs.values()))),
+                '/'.join(sorted(set(str(r['loops']) for r in runs.values())))))
     L.append('| operation | ' + ' | '.join('%s: %s' % (c, NAMES[c]) for c in cfgs) + ' |')
     L.append('|---' * (len(cfgs) + 1) + '|')
     for op in ops:
@@ -287,12 +304,16 @@ def report(a, runs, res):
             s = fmt(r[0])
             if n and c != 'N':
                 s += ' (%.3f, %+d)' % (r[0] / n[0], round(r[0] - n[0]))
-            s += ' ±%.2f%%' % (100 * r[1] / 2)
+            if r[5]:
+                s += ' [%d]' % r[5]
+            else:
+                s += ' ±%.2f%%' % (100 * r[1] / 2)
             row.append(s)
         L.append('| ' + ' | '.join(row) + ' |')
     L.append('')
-    L.append('Estimate: the least span for fixed-path operations, the median '
-             'for %s. Spans per run: the manifest.\n' % ', '.join(MEDIAN_OPS))
+    L.append('Estimate: the floor (least span count that %d spans had '
+             'exactly) for fixed-path operations, the median for %s.\n'
+             % (FLOOR_REPEATS, ', '.join(MEDIAN_OPS)))
     for cfg in [c for c in cfgs if c != 'N']:
         att = attribute(a.run, runs, a.ko, 'N', cfg, 'pipe')
         if not att:
@@ -333,9 +354,9 @@ def main():
     a = ap.parse_args()
     runs = load_runs(a.run)
     res = estimates(runs)
-    for (cfg, op), (est, spread, med, lo, hi) in sorted(res.items()):
-        print('# %s %-9s %10.1f  spread %.4f  median %10.1f  min %10.1f  max %10.1f'
-              % (cfg, op, est, spread, med, lo, hi))
+    for (cfg, op), (est, spread, med, lo, hi, fl) in sorted(res.items()):
+        print('# %s %-9s %10.1f  spread %.4f  median %10.1f  min %10.1f  max %10.1f  at floor %s'
+              % (cfg, op, est, spread, med, lo, hi, fl))
     if a.json:
         with open(a.json, 'w') as f:
             json.dump({'%s.%s' % k: v for k, v in res.items()}, f, indent=1)

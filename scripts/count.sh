@@ -6,7 +6,7 @@
 # each configuration of the module.  Deterministic where timing is not:
 # the count of a span does not depend on the host's load.
 #
-#   scripts/count.sh [--quick] [--guard] [--out DIR] [--configs "N E T A z B"]
+#   scripts/count.sh [--quick] [--guard] [--out DIR] [--configs "N E T A z B L"]
 #                    [--ops "pipe pipe_thr ..."] [--report FILE]
 #
 # What runs, inside one boot (bench/count-guest.sh): for each
@@ -21,6 +21,8 @@
 #   A  loaded with track_all=1: every thread tracked
 #   z  A with totals=0
 #   B  bench/taskstate.bt under bpftrace, no module
+#   L  bench/tsbpf.bpf.c: the libbpf equivalent (tp_btf programs, task
+#      storage: word and totals of every thread), no module
 #
 # Operations: empty (the loop alone), pipe (round trip between two
 # processes), pipe_thr (between two threads), fork (fork+exit+wait),
@@ -41,9 +43,10 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 out=$build/count-run
-configs="N E T A z B"
+configs="N E T A z B L"
 ops="empty pipe pipe_thr fork thread sample mapread debugfs"
 guard=0 quick=0 report=
+cmd_args="$*"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
@@ -58,14 +61,12 @@ while [ $# -gt 0 ]; do
 	shift
 done
 if [ $guard = 1 ]; then
-	configs="N A" ops="pipe"
+	configs="N A" ops="empty pipe"
 	out=$build/count-guard
 fi
-: "${COUNT_LOOPS:=5}" "${COUNT_SPANS:=100}" "${COUNT_TIMEOUT:=1500}"
+[ $quick = 0 ] || : "${COUNT_SPANS:=30}"
+: "${COUNT_LOOPS:=5}" "${COUNT_SPANS:=150}" "${COUNT_TIMEOUT:=1500}"
 : "${COUNT_GUARD_LIMIT:=1.08}"
-if [ $quick = 1 ]; then
-	: "${COUNT_SPANS:=10}"
-fi
 bin=$build/count-bin
 ko=$build/count-ko
 log() { echo "# count: $(date +%T) $*"; }
@@ -76,6 +77,7 @@ log "building the module for $kver, the tools, the driver and the plugin"
 [ -f "$ko/taskstate.ko" ] || { echo "count: module build failed" >&2; exit 1; }
 make -s -C "$top/tools" O="$bin" all
 make -s -C "$top/bench" O="$bin" count tscount
+case " $configs " in *" L "*) make -s -C "$top/bench" O="$bin" tsbpf ;; esac
 
 rm -rf "$out"
 mkdir -p "$out"
@@ -100,7 +102,7 @@ if [ $rc != 0 ]; then
 	tail -n 30 "$out/output.log" 2>/dev/null || true
 	exit 1
 fi
-args=(--run "$out")
+args=(--run "$out" --ko "$ko/taskstate.ko" --command "scripts/count.sh${cmd_args:+ $cmd_args}")
 [ $guard = 0 ] || args+=(--guard "$COUNT_GUARD_LIMIT")
-[ -z "$report" ] || args+=(--report "$report")
+args+=(--report "${report:-$out/REPORT.md}")
 python3 "$top/bench/count.py" "${args[@]}"
