@@ -17,6 +17,11 @@ die() { log "FATAL: $*"; exit 1; }
 cs=/sys/devices/system/clocksource/clocksource0/current_clocksource
 [ "$(cat $cs)" = tsc ] || die "clocksource $(cat $cs), not tsc"
 cat /proc/kallsyms > "$out/kallsyms.txt"
+# Until the kernel's random number generator is ready, every task
+# created draws its stack canary through a path that mixes and reseeds
+# (blake2s: some 9,000 instructions a thread create in 6.1 under TCG,
+# where no RDRAND feeds it); a read of /dev/random waits for it.
+head -c 1 /dev/random > /dev/null || die "/dev/random"
 # One scheduler path per operation: without wakeup preemption a woken
 # task waits for the waker to block, where otherwise CFS's choice depends
 # on the tasks' run times in ns, so on the emulation's speed, and a

@@ -242,11 +242,11 @@ int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info,
 	int i;
 
 	for (i = 0; i < argc; i++) {
-		if (!strncmp(argv[i], "out=", 4))
+		if (!strncmp(argv[i], "out=", 4)) {
 			out_path = strdup(argv[i] + 4);
-		else if (!strcmp(argv[i], "prof=1") || !strcmp(argv[i], "prof=on"))
+		} else if (!strcmp(argv[i], "prof=1") || !strcmp(argv[i], "prof=on")) {
 			prof = true;
-		else if (strcmp(argv[i], "prof=0") && strcmp(argv[i], "prof=off")) {
+		} else if (strcmp(argv[i], "prof=0") && strcmp(argv[i], "prof=off")) {
 			fprintf(stderr, "tscount: unknown argument %s\n", argv[i]);
 			return -1;
 		}
