@@ -64,7 +64,7 @@ static __always_inline void ts_pub_add(struct ts_pub *p, u64 old, u64 *now)
 	u64 d = (*now - since) & TASKSTATE_TIME_MASK;
 	atomic64_t *t = &p->state_ns[taskstate_total_of(taskstate_state(old))];
 
-	if (d > (TASKSTATE_TIME_MASK >> 1)) {
+	if (unlikely(d > (TASKSTATE_TIME_MASK >> 1))) {
 		d = 0;
 		*now = since;
 	}

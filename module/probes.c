@@ -91,37 +91,45 @@ static inline void ts_fault_newtask_delay(void)
 }
 #endif
 
-/* Write @state unless the word holds it already (entry.h). */
-static __always_inline void ts_set(struct ts_slot *s, unsigned int state,
-				   u64 now)
+/*
+ * The public entry of a tracked task, or NULL.  Straight from the index:
+ * a switch or wakeup touches nothing of the slot but its entry.
+ */
+static __always_inline struct ts_pub *ts_lookup_pub(const struct task_struct *t)
 {
-	ts_pub_set(ts_slot_pub(s), state, now);
+	u32 idx = ts_index_find(&ts_index, t);
+
+	return idx == TS_INDEX_NONE ? NULL : &ts_pub[idx];
 }
 
-static unsigned int ts_prev_state(bool preempt, struct task_struct *prev,
-				  unsigned int prev_state)
+static __always_inline unsigned int ts_prev_state(bool preempt,
+						  struct task_struct *prev,
+						  unsigned int prev_state)
 {
 	if (preempt || prev_state == TASK_RUNNING || ts_task_queued(prev))
 		return TASKSTATE_RUNNABLE;
+	/* The common sleep, decided at compile time. */
+	if (prev_state == TASK_INTERRUPTIBLE)
+		return ts_state_from_linux(TASK_INTERRUPTIBLE);
 	return ts_state_from_linux(prev_state);
 }
 
 static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
 {
-	struct ts_slot *ps, *ns;
+	struct ts_pub *pp, *np;
 	u64 now;
 
-	ps = ts_lookup(prev);
-	ns = ts_lookup(next);
-	if (!ps && !ns)
+	pp = ts_lookup_pub(prev);
+	np = ts_lookup_pub(next);
+	if (!pp && !np)
 		return;
 	/* One clock read per event: both words carry the same time. */
 	now = ktime_get_boot_fast_ns();
-	if (ps)
-		ts_set(ps, ts_prev_state(preempt, prev, TS_SWITCH_PREV_STATE),
-		       now);
-	if (ns)
-		ts_set(ns, TASKSTATE_RUNNING, now);
+	if (pp)
+		ts_pub_set(pp, ts_prev_state(preempt, prev, TS_SWITCH_PREV_STATE),
+			   now);
+	if (np)
+		ts_pub_set(np, TASKSTATE_RUNNING, now);
 }
 
 /*
@@ -136,12 +144,12 @@ static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
  */
 static void ts_probe_wakeup(void *data, struct task_struct *p)
 {
-	struct ts_slot *s = ts_lookup(p);
+	struct ts_pub *pub = ts_lookup_pub(p);
 
-	if (s)
-		ts_set(s, ts_task_on_cpu(p) ? TASKSTATE_RUNNING :
-					      TASKSTATE_RUNNABLE,
-		       ktime_get_boot_fast_ns());
+	if (pub)
+		ts_pub_set(pub, ts_task_on_cpu(p) ? TASKSTATE_RUNNING :
+						    TASKSTATE_RUNNABLE,
+			   ktime_get_boot_fast_ns());
 }
 
 /*
