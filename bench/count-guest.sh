@@ -3,8 +3,12 @@
 #
 # The guest side of scripts/count.sh: one Debian 6.1 amd64 boot with the
 # tscount plugin loaded in QEMU.  For each configuration in $COUNT_CONFIGS
-# and each operation in $COUNT_OPS, bench/count runs $COUNT_SPANS marked
-# spans of $COUNT_LOOPS operations, then marks a profile dump.  Writes
+# and each operation in $COUNT_OPS, bench/count runs marked spans, then
+# marks a profile dump: $COUNT_SPANS spans of one operation (the short
+# ones: pipe, pipe_thr, sample, mapread), $COUNT_LONG ("LOOPS SPANS") for
+# fork and thread, $COUNT_DEBUGFS for debugfs.  Short spans: a timer tick
+# lands in a span with the odds of the span's wall time over 4 ms, and the
+# guest's wall time stretches with the host's load.  Writes
 # manifest.txt ("CONFIG OP LOOPS SPANS" per run, in the order of the
 # plugin's spans and dumps), kallsyms.txt, and per loaded configuration
 # the module's section addresses (sections-CONFIG.txt).
@@ -22,6 +26,7 @@ cat /proc/kallsyms > "$out/kallsyms.txt"
 # (blake2s: some 9,000 instructions a thread create in 6.1 under TCG,
 # where no RDRAND feeds it); a read of /dev/random waits for it.
 head -c 1 /dev/random > /dev/null || die "/dev/random"
+sysctl -qw net.core.bpf_jit_kallsyms=1 2>/dev/null || true
 # One scheduler path per operation: without wakeup preemption a woken
 # task waits for the waker to block, where otherwise CFS's choice depends
 # on the tasks' run times in ns, so on the emulation's speed, and a
@@ -67,6 +72,9 @@ setup() {
 		grep -q '^Attach' /tmp/bt.log || { cat /tmp/bt.log; die "$1 did not attach"; }
 		;;
 	esac
+	# The BPF programs' JIT images by name, for the attribution.
+	[ "$1" = B ] || [ "$1" = L ] &&
+		grep -E ' (bpf_prog_|bpf_trampoline)' /proc/kallsyms > "$out/kallsyms-$1.txt"
 	if [ -d /sys/module/taskstate/sections ]; then
 		for f in /sys/module/taskstate/sections/.text*; do
 			echo "${f##*/} $(cat "$f")"
@@ -100,10 +108,16 @@ for cfg in $COUNT_CONFIGS; do
 		[NEzBL].sample|[NEzBL].mapread|[NEzBL].debugfs) continue ;;
 		esac
 		[ "$cfg" = T ] && args+=(--track)
-		"$bin/count" "${args[@]}" "$op" "$COUNT_LOOPS" "$COUNT_SPANS" > /tmp/count.log 2>&1 ||
+		# shellcheck disable=SC2086
+		case $op in
+		fork|thread) set -- $COUNT_LONG 20 ;;
+		debugfs) set -- $COUNT_DEBUGFS 2 ;;
+		*) set -- 1 "$COUNT_SPANS" 20 ;;
+		esac
+		"$bin/count" "${args[@]}" --warm "$3" "$op" "$1" "$2" > /tmp/count.log 2>&1 ||
 			{ cat /tmp/count.log; die "count $cfg $op"; }
 		"$bin/count" --dump
-		echo "$cfg $op $COUNT_LOOPS $COUNT_SPANS" >> "$out/manifest.txt"
+		echo "$cfg $op $1 $2" >> "$out/manifest.txt"
 		# The detach a second after the last untrack (T), the exits.
 		settle 1.5
 	done

@@ -36,7 +36,10 @@
 # --guard: only N and A, the pinned pipe, and a TAP line comparing A/N
 # with COUNT_GUARD_LIMIT (default 1.08; scripts/check.sh runs this).
 #
-# Knobs: COUNT_LOOPS (operations per span), COUNT_SPANS, COUNT_TIMEOUT (s),
+# Knobs: COUNT_SPANS (spans of one operation, for the short operations),
+# COUNT_LONG ("LOOPS SPANS" for fork and thread), COUNT_DEBUGFS (the same
+# for debugfs), COUNT_TIMEOUT (s), COUNT_COMMAND (the command the report
+# names),
 # COUNT_GUARD_LIMIT.
 set -euo pipefail
 
@@ -64,8 +67,11 @@ if [ $guard = 1 ]; then
 	configs="N A" ops="empty pipe"
 	out=$build/count-guard
 fi
-[ $quick = 0 ] || : "${COUNT_SPANS:=30}"
-: "${COUNT_LOOPS:=5}" "${COUNT_SPANS:=150}" "${COUNT_TIMEOUT:=1500}"
+if [ $quick = 1 ]; then
+	: "${COUNT_SPANS:=60}" "${COUNT_LONG:=5 20}" "${COUNT_DEBUGFS:=1 5}"
+fi
+: "${COUNT_SPANS:=400}" "${COUNT_LONG:=5 100}" "${COUNT_DEBUGFS:=1 30}"
+: "${COUNT_TIMEOUT:=1500}"
 : "${COUNT_GUARD_LIMIT:=1.08}"
 bin=$build/count-bin
 ko=$build/count-ko
@@ -85,7 +91,7 @@ guest=$out/../count-guest-$$.sh
 cat > "$guest" <<EOF
 export COUNT_BIN=$bin COUNT_KO=$ko/taskstate.ko COUNT_BT=$top/bench/taskstate.bt
 export COUNT_CONFIGS="$configs" COUNT_OPS="$ops"
-export COUNT_LOOPS=$COUNT_LOOPS COUNT_SPANS=$COUNT_SPANS
+export COUNT_SPANS=$COUNT_SPANS COUNT_LONG="$COUNT_LONG" COUNT_DEBUGFS="$COUNT_DEBUGFS"
 exec bash $top/bench/count-guest.sh
 EOF
 log "booting $kver with the plugin (progress: $out/output.log)"
@@ -102,7 +108,9 @@ if [ $rc != 0 ]; then
 	tail -n 30 "$out/output.log" 2>/dev/null || true
 	exit 1
 fi
-args=(--run "$out" --ko "$ko/taskstate.ko" --command "scripts/count.sh${cmd_args:+ $cmd_args}")
+cp "$ko/taskstate.ko" "$out/"	# the attribution reads the module that ran
+args=(--run "$out" --ko "$out/taskstate.ko"
+      --command "${COUNT_COMMAND:-scripts/count.sh${cmd_args:+ $cmd_args}}")
 [ $guard = 0 ] || args+=(--guard "$COUNT_GUARD_LIMIT")
 args+=(--report "${report:-$out/REPORT.md}")
 python3 "$top/bench/count.py" "${args[@]}"
