@@ -92,12 +92,25 @@ static inline void ts_fault_newtask_delay(void)
 #endif
 
 /*
+ * The index as the switch and wakeup probes look it up: its buckets, mask
+ * and hash shift, fixed from the table's allocation to its free, copied
+ * by ts_probes_init() (after ts_table_init(), before any probe is
+ * attached) so that a lookup need not derive them from ts_index.bits.
+ */
+static struct {
+	const struct ts_bucket *buckets;
+	unsigned int mask;
+	unsigned int shift;
+} ts_probe_ix __read_mostly;
+
+/*
  * The public entry of a tracked task, or NULL.  Straight from the index:
  * a switch or wakeup touches nothing of the slot but its entry.
  */
 static __always_inline struct ts_pub *ts_lookup_pub(const struct task_struct *t)
 {
-	u32 idx = ts_index_find(&ts_index, t);
+	u32 idx = ts_index_find_in(ts_probe_ix.buckets, ts_probe_ix.mask,
+				   ts_probe_ix.shift, t);
 
 	return idx == TS_INDEX_NONE ? NULL : &ts_pub[idx];
 }
@@ -388,6 +401,9 @@ int ts_probes_init(bool track_all)
 	int ret = 0;
 
 	ts_check_prototypes();
+	ts_probe_ix.buckets = ts_index.buckets;
+	ts_probe_ix.mask = ts_index_mask(&ts_index);
+	ts_probe_ix.shift = BITS_PER_LONG - ts_index.bits;
 	ts_inherit_all = track_all;
 	ts_keep_attached = track_all;
 	for_each_kernel_tracepoint(ts_find_tracepoint, NULL);
