@@ -27,6 +27,10 @@ cat /proc/kallsyms > "$out/kallsyms.txt"
 # where no RDRAND feeds it); a read of /dev/random waits for it.
 head -c 1 /dev/random > /dev/null || die "/dev/random"
 sysctl -qw net.core.bpf_jit_kallsyms=1 2>/dev/null || true
+# The same addresses in every run: where the stack and heap fall decides
+# how many pages, so page faults (copy-on-write after fork), a loop
+# touches.
+echo 0 > /proc/sys/kernel/randomize_va_space || die "cannot turn ASLR off"
 # One scheduler path per operation: without wakeup preemption a woken
 # task waits for the waker to block, where otherwise CFS's choice depends
 # on the tasks' run times in ns, so on the emulation's speed, and a
@@ -38,6 +42,7 @@ echo NO_WAKEUP_PREEMPTION > /sys/kernel/debug/sched/features ||
 	echo "guest_cmdline=$(cat /proc/cmdline)"
 	echo "guest_ncpu=$(nproc)"
 	echo "sched_features=$(cat /sys/kernel/debug/sched/features)"
+	echo "randomize_va_space=$(cat /proc/sys/kernel/randomize_va_space)"
 } > "$out/guest-env.txt"
 : > "$out/manifest.txt"
 

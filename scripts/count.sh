@@ -92,6 +92,7 @@ case " $configs " in *" L "*) make -s -C "$top/bench" O="$bin" tsbpf ;; esac
 
 rm -rf "$out"
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 guest=$out/../count-guest-$$.sh
 cat > "$guest" <<EOF
 export COUNT_BIN=$bin COUNT_KO=$ko/taskstate.ko COUNT_BT=$top/bench/taskstate.bt
