@@ -130,17 +130,20 @@ static __always_inline unsigned int ts_prev_state(bool preempt,
 static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
 {
 	struct ts_pub *pp, *np;
+	unsigned int pstate = 0;
 	u64 now;
 
 	pp = ts_lookup_pub(prev);
 	np = ts_lookup_pub(next);
 	if (!pp && !np)
 		return;
+	/* Before the call: fewer registers to keep across it. */
+	if (pp)
+		pstate = ts_prev_state(preempt, prev, TS_SWITCH_PREV_STATE);
 	/* One clock read per event: both words carry the same time. */
 	now = ktime_get_boot_fast_ns();
 	if (pp)
-		ts_pub_set(pp, ts_prev_state(preempt, prev, TS_SWITCH_PREV_STATE),
-			   now);
+		ts_pub_set(pp, pstate, now);
 	if (np)
 		ts_pub_set(np, TASKSTATE_RUNNING, now);
 }
