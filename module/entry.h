@@ -58,11 +58,12 @@ extern bool ts_totals;
  * written on another CPU, the snapshot's estimate) does not move the
  * time back: the change is stamped with the old since-time, adding 0.
  */
-static __always_inline void ts_pub_add(struct ts_pub *p, u64 old, u64 *now)
+static __always_inline void ts_pub_add(struct ts_pub *p, u64 old,
+				       unsigned int total, u64 *now)
 {
 	u64 since = taskstate_since_ns(old);
 	u64 d = (*now - since) & TASKSTATE_TIME_MASK;
-	atomic64_t *t = &p->state_ns[taskstate_total_of(taskstate_state(old))];
+	atomic64_t *t = &p->state_ns[total];
 
 	if (unlikely(d > (TASKSTATE_TIME_MASK >> 1))) {
 		d = 0;
@@ -106,15 +107,22 @@ static __always_inline void ts_pub_set(struct ts_pub *p, unsigned int state,
 	if (taskstate_state(old) == state)
 		return;
 	if (ts_totals) {
-		if (unlikely(!old)) {
-			if (ts_pub_first(p, taskstate_pack(state, now)))
-				return;
-			/* The snapshot got there first: go on from its word. */
-			old = ts_word_load(&p->word);
-			if (taskstate_state(old) == state)
-				return;
+		/* taskstate_total_of(), RUNNING to BLOCKED taken first. */
+		unsigned int total = taskstate_state(old) - TASKSTATE_RUNNING;
+
+		/* The empty word is 0, in none of them. */
+		if (unlikely(total > TASKSTATE_BLOCKED - TASKSTATE_RUNNING)) {
+			if (!old) {
+				if (ts_pub_first(p, taskstate_pack(state, now)))
+					return;
+				/* The snapshot got there first: its word. */
+				old = ts_word_load(&p->word);
+				if (taskstate_state(old) == state)
+					return;
+			}
+			total = taskstate_total_of(taskstate_state(old));
 		}
-		ts_pub_add(p, old, &now);
+		ts_pub_add(p, old, total, &now);
 	}
 	ts_word_store(&p->word, taskstate_pack(state, now));
 }
