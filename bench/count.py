@@ -20,6 +20,9 @@ thousands of lines never repeats exactly: their estimate is the median.
 The spread is that of the spans' middle half, relative to the estimate.
 
   count.py --run DIR [--report FILE] [--guard LIMIT] [--ko FILE] [--json FILE]
+
+--ko: the module that ran (default DIR/taskstate.ko, which scripts/count.sh
+copies there), for the attribution inside it.
 """
 import argparse
 import bisect
@@ -221,9 +224,14 @@ KERNEL_PARTS = [
       '__traceiter_', '__SCT__tp_func_', '__bpf_trace_'),
      'tracepoint call sites (static key and call in __schedule, ttwu_do_wakeup)'),
     (('bpf_trace_run', 'migrate_disable', 'migrate_enable', '__rcu_read_lock',
-      '__rcu_read_unlock'), 'BPF dispatch (bpf_trace_run, migrate_disable, RCU)'),
+      '__rcu_read_unlock', 'trace_call_bpf', 'perf_trace_',
+      'perf_swevent_'),
+     'BPF dispatch (bpf_trace_run or perf_trace_* and trace_call_bpf, '
+     'migrate_disable, RCU)'),
     (('bpf_prog_', 'bpf_', '__bpf', 'htab_', 'array_map_', '__htab',
-      'bpf_local_storage'), 'BPF program, helpers and maps'),
+      'bpf_local_storage', 'jhash', 'alloc_htab_elem', 'lookup_elem_raw',
+      'check_and_free_fields', '__copy_map_value', 'pcpu_freelist',
+      '__pcpu_freelist'), 'BPF program, helpers and maps'),
 ]
 
 
@@ -320,7 +328,8 @@ def report(a, runs, res):
     L.append('Estimate: the floor (least span count that %d spans had '
              'exactly) for fixed-path operations, the median for %s.\n'
              % (FLOOR_REPEATS, ', '.join(MEDIAN_OPS)))
-    for cfg in [c for c in cfgs if c != 'N']:
+    # E adds nothing (the probes are detached), T runs A's code.
+    for cfg in [c for c in cfgs if c in 'AzBL']:
         att = attribute(a.run, runs, a.ko, 'N', cfg, 'pipe')
         if not att:
             continue
@@ -363,6 +372,8 @@ def main():
     ap.add_argument('--guard', type=float)
     ap.add_argument('--json')
     a = ap.parse_args()
+    if not a.ko and os.path.exists(os.path.join(a.run, 'taskstate.ko')):
+        a.ko = os.path.join(a.run, 'taskstate.ko')
     runs = load_runs(a.run)
     res = estimates(runs)
     for (cfg, op), (est, spread, med, lo, hi, fl) in sorted(res.items()):
