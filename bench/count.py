@@ -68,7 +68,8 @@ def load_runs(run):
         for line in f:
             p = line.split()
             if p and p[0] == 'span':
-                cur.append((int(p[2]), int(p[3]), int(p[4])))
+                m = tuple(int(x) for x in p[5:8]) if len(p) >= 8 else None
+                cur.append((int(p[2]), int(p[3]), int(p[4]), m))
             elif p and p[0] == 'dump':
                 runs.append((cur, int(p[1])))
                 cur = []
@@ -85,7 +86,8 @@ def load_runs(run):
         if len(set(s[0] for s in spans)) != 1:
             sys.exit('count.py: %s %s: spans on more than one vCPU' % (cfg, op))
         out[(cfg, op)] = {'spans': [s[1] for s in spans], 'dump': dump,
-                          'loops': loops, 'nspans': nspans}
+                          'loops': loops, 'nspans': nspans,
+                          'mem': [(s[1], s[3]) for s in spans if s[3]]}
     return out
 
 
@@ -285,7 +287,26 @@ def fmt(x):
     return '{:,.0f}'.format(x)
 
 
-def report(a, runs, res):
+def memory(runs, res):
+    """Per (cfg, op) of a floor estimate: the module area's accesses,
+    stores and distinct lines in the spans that counted the floor."""
+    rows = {}
+    for key, r in runs.items():
+        if not r['mem'] or res[key][5] is None:
+            continue
+        base = None
+        counts = {}
+        for x in r['spans']:
+            counts[x] = counts.get(x, 0) + 1
+        floor = min(x for x in counts if counts[x] >= FLOOR_REPEATS)
+        ms = [m for x, m in r['mem'] if x == floor]
+        if ms:
+            rows[key] = tuple(statistics.median(m[i] for m in ms) / r['loops']
+                              for i in range(3))
+    return rows
+
+
+def report(a, runs, res, mem_rows=None):
     cfgs = [c for c in 'NETAzBL' if any(k[0] == c for k in res)]
     ops = [o for o in OPS if any(k[1] == o for k in res) and o != 'empty']
     L = []
@@ -328,6 +349,20 @@ def report(a, runs, res):
     L.append('Estimate: the floor (least span count that %d spans had '
              'exactly) for fixed-path operations, the median for %s.\n'
              % (FLOOR_REPEATS, ', '.join(MEDIAN_OPS)))
+    if mem_rows:
+        L.append('## Memory accesses of module-area code (modules, BPF JIT '
+                 'images), per operation\n')
+        L.append('Counted by the plugin (mem=1) in the spans that counted the '
+                 'floor: loads and stores made by instructions in the module '
+                 'area, and the distinct 64-byte lines they touched, the '
+                 'stack included.\n')
+        L.append('| configuration | operation | accesses | stores | distinct lines |')
+        L.append('|---|---|---|---|---|')
+        for (cfg, op), (acc, st, ln) in sorted(mem_rows.items()):
+            if acc:
+                L.append('| %s | %s | %.0f | %.0f | %.0f |'
+                         % (NAMES[cfg], OPS[op], acc, st, ln))
+        L.append('')
     # E adds nothing (the probes are detached), T runs A's code.
     for cfg in [c for c in cfgs if c in 'AzBL']:
         att = attribute(a.run, runs, a.ko, 'N', cfg, 'pipe')
@@ -376,6 +411,7 @@ def main():
         a.ko = os.path.join(a.run, 'taskstate.ko')
     runs = load_runs(a.run)
     res = estimates(runs)
+    mem_rows = memory(runs, res)
     for (cfg, op), (est, spread, med, lo, hi, fl) in sorted(res.items()):
         print('# %s %-9s %10.1f  spread %.4f  median %10.1f  min %10.1f  max %10.1f  at floor %s'
               % (cfg, op, est, spread, med, lo, hi, fl))
@@ -394,7 +430,7 @@ def main():
               '%.4f (%.0f / %.0f instructions per round trip, limit %.3f)'
               % ('ok' if ok else 'not ok', ratio, t[0], n[0], a.guard))
         return 0 if ok else 1
-    sys.stdout.write(report(a, runs, res))
+    sys.stdout.write(report(a, runs, res, mem_rows))
     return 0
 
 
