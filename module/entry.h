@@ -62,13 +62,17 @@ static __always_inline void ts_pub_add(struct ts_pub *p, u64 old,
 				       unsigned int total, u64 *now)
 {
 	u64 since = taskstate_since_ns(old);
-	u64 d = (*now - since) & TASKSTATE_TIME_MASK;
+	/* The difference mod 2^61 in the top bits: bit 60 is the sign bit. */
+	u64 d = (*now - since) << (64 - TASKSTATE_TIME_BITS);
 	atomic64_t *t = &p->state_ns[total];
 
-	if (unlikely(d > (TASKSTATE_TIME_MASK >> 1))) {
+	/* One address for the load and the store (gcc 12 made two). */
+	OPTIMIZER_HIDE_VAR(t);
+	if (unlikely((s64)d < 0)) {	/* d > TASKSTATE_TIME_MASK >> 1 */
 		d = 0;
 		*now = since;
 	}
+	d >>= 64 - TASKSTATE_TIME_BITS;	/* d & TASKSTATE_TIME_MASK */
 	ts_u64_store(t, (u64)READ_ONCE(t->counter) + d);
 	smp_wmb();	/* the total before its word */
 }
