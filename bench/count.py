@@ -311,7 +311,10 @@ def report(a, runs, res, mem_rows=None):
     ops = [o for o in OPS if any(k[1] == o for k in res) and o != 'empty']
     L = []
     L.append('# Counted cost: guest instructions per operation\n')
-    L.append('Command: `%s`. Run directory: `%s`.\n' % (a.command, a.run))
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rel = os.path.relpath(os.path.abspath(a.run), top)
+    L.append('Command: `%s`. Run directory: `%s`.\n'
+             % (a.command, a.run if rel.startswith('..') else rel))
     env = os.path.join(a.run, 'guest-env.txt')
     if os.path.exists(env):
         with open(env) as f:
