@@ -69,7 +69,7 @@ while [ $# -gt 0 ]; do
 		--report "$(cd "$(dirname "$0")/.." && pwd)/bench/REPORT-count.md" ;;
 	--only) only=${2:-}; shift
 		[ "$only" = mutex ] || { echo "bench: --only mutex" >&2; exit 2; } ;;
-	-h|--help) sed -n '4,48p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,/^set -euo/{/^set -euo/d;p}' "$0"; exit 0 ;;
 	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift

@@ -3,17 +3,20 @@
 #
 # The counted benchmark: guest instructions per operation, counted by a
 # TCG plugin (bench/tscount.c) in one boot of Debian 6.1 amd64, under
-# each configuration of the module.  Deterministic where timing is not:
-# the count of a span does not depend on the host's load.
+# each configuration of the module.  Where timing is noisy, the count of
+# a span is not: a pipe round trip counts the same, to the instruction,
+# from run to run, whatever the host's load (docs/performance.md).
 #
 #   scripts/count.sh [--quick] [--guard] [--out DIR] [--configs "N E T A z B L"]
 #                    [--ops "pipe pipe_thr ..."] [--report FILE]
 #
 # What runs, inside one boot (bench/count-guest.sh): for each
 # configuration in turn, bench/count (the driver) runs each operation in
-# SPANS spans of LOOPS operations, pinned to CPU 1, which the kernel
-# command line isolates (isolcpus=1 nohz_full=1 rcu_nocbs=1: no unbound
-# kernel work, no tick while one task runs, no RCU callbacks there).
+# marked spans, pinned to CPU 1, which the kernel command line isolates
+# (isolcpus=1 irqaffinity=0: no unbound kernel work, no device interrupts
+# there); the guest turns the scheduler's WAKEUP_PREEMPTION off, ASLR
+# off, and waits for its random number generator (count-guest.sh says
+# why).
 #
 #   N  module not loaded
 #   E  loaded (track_all=0), nothing tracked
@@ -34,7 +37,7 @@
 # manifest.txt (which spans belong to which run), the profiles, and
 # REPORT.md (bench/count.py), whose tables docs/performance.md quotes.
 # --guard: only N and A, the pinned pipe, and a TAP line comparing A/N
-# with COUNT_GUARD_LIMIT (default 1.07, where 1.058 is measured: a second
+# with COUNT_GUARD_LIMIT (default 1.07, where 1.055 is measured: a second
 # clock read per event would pass it; scripts/check.sh runs this).
 #
 # Knobs: COUNT_SPANS (spans of one operation, for the short operations),
@@ -62,7 +65,7 @@ while [ $# -gt 0 ]; do
 	--configs) configs=$2; shift ;;
 	--ops) ops=$2; shift ;;
 	--report) report=$2; shift ;;
-	-h|--help) sed -n '4,36p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,/^set -euo/{/^set -euo/d;p}' "$0"; exit 0 ;;
 	*) echo "count: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
