@@ -6,7 +6,9 @@
 #   make                 the module for the running kernel, and the tools
 #   make check           the VM test suite on every kernel in KERNELS
 #   make demo            boot a VM, load the module, show the table
-#   make bench           benchmarks, writes bench/REPORT.md
+#   make bench           benchmarks, writes bench/REPORT.md and
+#                        bench/REPORT-count.md
+#   make bench-count     the counted benchmark alone (bench/REPORT-count.md)
 #   make install         module (modules_install + depmod), header, library, CLI
 #   make deps            install the Debian packages all of this needs
 #   make deb             Debian packages (debian/) into build/deb/:
@@ -40,6 +42,9 @@ demo: deps
 
 bench: deps
 	scripts/bench.sh
+
+bench-count: deps
+	scripts/bench.sh --count
 
 LIBDIR ?= $(PREFIX)/lib
 MANDIR ?= $(PREFIX)/share/man
@@ -81,4 +86,4 @@ clean:
 	$(MAKE) -C tools clean
 	rm -rf build
 
-.PHONY: all module tools deps check demo bench install uninstall deb clean
+.PHONY: all module tools deps check demo bench bench-count install uninstall deb clean

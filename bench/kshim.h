@@ -106,6 +106,7 @@ static __always_inline bool atomic64_try_cmpxchg(atomic64_t *v, s64 *old,
 #else
 #define BITS_PER_LONG		32
 #endif
+#define OPTIMIZER_HIDE_VAR(var)	__asm__ ("" : "=r" (var) : "0" (var))
 #define GOLDEN_RATIO_32		0x61C88647u
 #define GOLDEN_RATIO_64		0x61C8864680B583EBull
 

@@ -58,16 +58,21 @@ extern bool ts_totals;
  * written on another CPU, the snapshot's estimate) does not move the
  * time back: the change is stamped with the old since-time, adding 0.
  */
-static __always_inline void ts_pub_add(struct ts_pub *p, u64 old, u64 *now)
+static __always_inline void ts_pub_add(struct ts_pub *p, u64 old,
+				       unsigned int total, u64 *now)
 {
 	u64 since = taskstate_since_ns(old);
-	u64 d = (*now - since) & TASKSTATE_TIME_MASK;
-	atomic64_t *t = &p->state_ns[taskstate_total_of(taskstate_state(old))];
+	/* The difference mod 2^61 in the top bits: bit 60 is the sign bit. */
+	u64 d = (*now - since) << (64 - TASKSTATE_TIME_BITS);
+	atomic64_t *t = &p->state_ns[total];
 
-	if (d > (TASKSTATE_TIME_MASK >> 1)) {
+	/* One address for the load and the store (gcc 12 made two). */
+	OPTIMIZER_HIDE_VAR(t);
+	if (unlikely((s64)d < 0)) {	/* d > TASKSTATE_TIME_MASK >> 1 */
 		d = 0;
 		*now = since;
 	}
+	d >>= 64 - TASKSTATE_TIME_BITS;	/* d & TASKSTATE_TIME_MASK */
 	ts_u64_store(t, (u64)READ_ONCE(t->counter) + d);
 	smp_wmb();	/* the total before its word */
 }
@@ -106,15 +111,22 @@ static __always_inline void ts_pub_set(struct ts_pub *p, unsigned int state,
 	if (taskstate_state(old) == state)
 		return;
 	if (ts_totals) {
-		if (unlikely(!old)) {
-			if (ts_pub_first(p, taskstate_pack(state, now)))
-				return;
-			/* The snapshot got there first: go on from its word. */
-			old = ts_word_load(&p->word);
-			if (taskstate_state(old) == state)
-				return;
+		/* taskstate_total_of(), RUNNING to BLOCKED taken first. */
+		unsigned int total = taskstate_state(old) - TASKSTATE_RUNNING;
+
+		/* The empty word is 0, in none of them. */
+		if (unlikely(total > TASKSTATE_BLOCKED - TASKSTATE_RUNNING)) {
+			if (!old) {
+				if (ts_pub_first(p, taskstate_pack(state, now)))
+					return;
+				/* The snapshot got there first: its word. */
+				old = ts_word_load(&p->word);
+				if (taskstate_state(old) == state)
+					return;
+			}
+			total = taskstate_total_of(taskstate_state(old));
 		}
-		ts_pub_add(p, old, &now);
+		ts_pub_add(p, old, total, &now);
 	}
 	ts_word_store(&p->word, taskstate_pack(state, now));
 }

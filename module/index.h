@@ -91,8 +91,7 @@ static inline unsigned int ts_index_bits(unsigned int nr_slots)
  * multiplying once more before hash_*() spreads them as a random hash
  * would (1%), for one more multiplication.
  */
-static __always_inline unsigned int ts_index_hash(const void *task,
-						  unsigned int bits)
+static __always_inline unsigned long ts_index_mix(const void *task)
 {
 	unsigned long x = (unsigned long)task;
 
@@ -100,13 +99,20 @@ static __always_inline unsigned int ts_index_hash(const void *task,
 	x ^= x >> 32;
 	x *= GOLDEN_RATIO_64;
 	x ^= x >> 32;
-	return hash_64(x, bits);
+	return x * GOLDEN_RATIO_64;
 #else
 	x ^= x >> 16;
 	x *= GOLDEN_RATIO_32;
 	x ^= x >> 16;
-	return hash_32(x, bits);
+	return x * GOLDEN_RATIO_32;
 #endif
+}
+
+/* hash_64() or hash_32() of the mixed key: its top @bits bits. */
+static __always_inline unsigned int ts_index_hash(const void *task,
+						  unsigned int bits)
+{
+	return ts_index_mix(task) >> (BITS_PER_LONG - bits);
 }
 
 static __always_inline unsigned int ts_index_mask(const struct ts_index *ix)
@@ -115,19 +121,23 @@ static __always_inline unsigned int ts_index_mask(const struct ts_index *ix)
 }
 
 /*
- * The entry index of @task, or TS_INDEX_NONE.  Lockless: under RCU, or
+ * The entry index of @task, or TS_INDEX_NONE, in the index of @buckets,
+ * 1 << bits of them, given @mask ((1 << bits) - 1) and @shift
+ * (BITS_PER_LONG - bits): the probes keep the three, fixed at load,
+ * rather than derive them at every lookup.  Lockless: under RCU, or
  * under the lock that changes the index.
  */
-static __always_inline u32 ts_index_find(const struct ts_index *ix,
-					 const void *task)
+static __always_inline u32 ts_index_find_in(const struct ts_bucket *buckets,
+					    unsigned int mask,
+					    unsigned int shift,
+					    const void *task)
 {
-	unsigned int mask = ts_index_mask(ix);
-	unsigned int b = ts_index_hash(task, ix->bits);
+	unsigned int b = ts_index_mix(task) >> shift;
 	unsigned int n, j;
 
 	/* Bounded even if every spill read non-zero: one lap. */
 	for (n = 0; n <= mask; n++, b = (b + 1) & mask) {
-		const struct ts_bucket *bk = &ix->buckets[b];
+		const struct ts_bucket *bk = &buckets[b];
 		u32 spill = READ_ONCE(bk->spill);
 
 		if (!spill)
@@ -142,6 +152,14 @@ static __always_inline u32 ts_index_find(const struct ts_index *ix,
 			break;
 	}
 	return TS_INDEX_NONE;
+}
+
+/* The same, from the index itself. */
+static __always_inline u32 ts_index_find(const struct ts_index *ix,
+					 const void *task)
+{
+	return ts_index_find_in(ix->buckets, ts_index_mask(ix),
+				BITS_PER_LONG - ix->bits, task);
 }
 
 /*

@@ -91,37 +91,61 @@ static inline void ts_fault_newtask_delay(void)
 }
 #endif
 
-/* Write @state unless the word holds it already (entry.h). */
-static __always_inline void ts_set(struct ts_slot *s, unsigned int state,
-				   u64 now)
+/*
+ * The index as the switch and wakeup probes look it up: its buckets, mask
+ * and hash shift, fixed from the table's allocation to its free, copied
+ * by ts_probes_init() (after ts_table_init(), before any probe is
+ * attached) so that a lookup need not derive them from ts_index.bits.
+ */
+static struct {
+	const struct ts_bucket *buckets;
+	unsigned int mask;
+	unsigned int shift;
+} ts_probe_ix __read_mostly;
+
+/*
+ * The public entry of a tracked task, or NULL.  Straight from the index:
+ * a switch or wakeup touches nothing of the slot but its entry.
+ */
+static __always_inline struct ts_pub *ts_lookup_pub(const struct task_struct *t)
 {
-	ts_pub_set(ts_slot_pub(s), state, now);
+	u32 idx = ts_index_find_in(ts_probe_ix.buckets, ts_probe_ix.mask,
+				   ts_probe_ix.shift, t);
+
+	return idx == TS_INDEX_NONE ? NULL : &ts_pub[idx];
 }
 
-static unsigned int ts_prev_state(bool preempt, struct task_struct *prev,
-				  unsigned int prev_state)
+static __always_inline unsigned int ts_prev_state(bool preempt,
+						  struct task_struct *prev,
+						  unsigned int prev_state)
 {
 	if (preempt || prev_state == TASK_RUNNING || ts_task_queued(prev))
 		return TASKSTATE_RUNNABLE;
+	/* The common sleep, decided at compile time. */
+	if (prev_state == TASK_INTERRUPTIBLE)
+		return ts_state_from_linux(TASK_INTERRUPTIBLE);
 	return ts_state_from_linux(prev_state);
 }
 
 static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
 {
-	struct ts_slot *ps, *ns;
+	struct ts_pub *pp, *np;
+	unsigned int pstate = 0;
 	u64 now;
 
-	ps = ts_lookup(prev);
-	ns = ts_lookup(next);
-	if (!ps && !ns)
+	pp = ts_lookup_pub(prev);
+	np = ts_lookup_pub(next);
+	if (!pp && !np)
 		return;
+	/* Before the call: fewer registers to keep across it. */
+	if (pp)
+		pstate = ts_prev_state(preempt, prev, TS_SWITCH_PREV_STATE);
 	/* One clock read per event: both words carry the same time. */
 	now = ktime_get_boot_fast_ns();
-	if (ps)
-		ts_set(ps, ts_prev_state(preempt, prev, TS_SWITCH_PREV_STATE),
-		       now);
-	if (ns)
-		ts_set(ns, TASKSTATE_RUNNING, now);
+	if (pp)
+		ts_pub_set(pp, pstate, now);
+	if (np)
+		ts_pub_set(np, TASKSTATE_RUNNING, now);
 }
 
 /*
@@ -136,12 +160,12 @@ static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
  */
 static void ts_probe_wakeup(void *data, struct task_struct *p)
 {
-	struct ts_slot *s = ts_lookup(p);
+	struct ts_pub *pub = ts_lookup_pub(p);
 
-	if (s)
-		ts_set(s, ts_task_on_cpu(p) ? TASKSTATE_RUNNING :
-					      TASKSTATE_RUNNABLE,
-		       ktime_get_boot_fast_ns());
+	if (pub)
+		ts_pub_set(pub, ts_task_on_cpu(p) ? TASKSTATE_RUNNING :
+						    TASKSTATE_RUNNABLE,
+			   ktime_get_boot_fast_ns());
 }
 
 /*
@@ -380,6 +404,9 @@ int ts_probes_init(bool track_all)
 	int ret = 0;
 
 	ts_check_prototypes();
+	ts_probe_ix.buckets = ts_index.buckets;
+	ts_probe_ix.mask = ts_index_mask(&ts_index);
+	ts_probe_ix.shift = BITS_PER_LONG - ts_index.bits;
 	ts_inherit_all = track_all;
 	ts_keep_attached = track_all;
 	for_each_kernel_tracepoint(ts_find_tracepoint, NULL);

@@ -9,6 +9,10 @@
 #                               iterations (~2 min), so the benchmarks cannot
 #                               rot; writes build/bench-quick-run/REPORT.md
 #                               and never touches bench/
+#   scripts/bench.sh --count    the counted benchmark alone (scripts/count.sh,
+#                               ~8 min): guest instructions per operation,
+#                               writes bench/REPORT-count.md; a full run
+#                               runs it too, after the timed one
 #   scripts/bench.sh --only mutex [--quick]
 #                               scenario 6 alone, in its own boot (~5 min;
 #                               quick: ~1 min): writes bench/REPORT-mutex.md
@@ -61,9 +65,11 @@ only=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
+	--count) COUNT_COMMAND="make bench-count" exec "$(dirname "$0")/count.sh" \
+		--report "$(cd "$(dirname "$0")/.." && pwd)/bench/REPORT-count.md" ;;
 	--only) only=${2:-}; shift
 		[ "$only" = mutex ] || { echo "bench: --only mutex" >&2; exit 2; } ;;
-	-h|--help) sed -n '4,44p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,/^set -euo/{/^set -euo/d;p}' "$0"; exit 0 ;;
 	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -273,5 +279,12 @@ else
 	python3 "$top/bench/analyze.py" --run "$run" --out "$report_dir" \
 		--command "$cmd" --plot "$top/bench/plot.gp" || arc=$?
 fi
-log "done in $(( $(date +%s) - start )) s: guest status $rc, report status $arc"
-[ $rc = 0 ] && [ $arc = 0 ]
+crc=0
+if [ $quick = 0 ] && [ -z "$only" ]; then
+	log "the counted benchmark (scripts/count.sh)"
+	COUNT_COMMAND="make bench" "$top/scripts/count.sh" \
+		--report "$top/bench/REPORT-count.md" > "$run/count.log" 2>&1 || crc=$?
+	tail -n 5 "$run/count.log"
+fi
+log "done in $(( $(date +%s) - start )) s: guest status $rc, report status $arc, count status $crc"
+[ $rc = 0 ] && [ $arc = 0 ] && [ $crc = 0 ]

@@ -47,7 +47,7 @@ AMD64_PKGS=(
 	linux-source-6.1
 	qemu-system-x86 qemu-user-static busybox-static
 	gcc-i686-linux-gnu libc6-dev-i386-cross
-	bpftrace linux-perf stress-ng rt-tests
+	bpftrace linux-perf stress-ng rt-tests clang libbpf-dev
 	gnuplot-nox python3 dkms xz-utils cpio
 	debootstrap qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 	debhelper dh-dkms lintian pkg-config man-db

@@ -1,0 +1,131 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The guest side of scripts/count.sh: one Debian 6.1 amd64 boot with the
+# tscount plugin loaded in QEMU.  For each configuration in $COUNT_CONFIGS
+# and each operation in $COUNT_OPS, bench/count runs marked spans, then
+# marks a profile dump: $COUNT_SPANS spans of one operation (the short
+# ones: pipe, pipe_thr, sample, mapread), $COUNT_LONG ("LOOPS SPANS") for
+# fork and thread, $COUNT_DEBUGFS for debugfs.  Short spans: a timer tick
+# lands in a span with the odds of the span's wall time over 4 ms, and the
+# guest's wall time stretches with the host's load.  Writes
+# manifest.txt ("CONFIG OP LOOPS SPANS" per run, in the order of the
+# plugin's spans and dumps), kallsyms.txt, and per loaded configuration
+# the module's section addresses (sections-CONFIG.txt).
+set -u
+out=$TS_OUT
+bin=$COUNT_BIN
+log() { echo "# $(date +%T) $*"; }
+die() { log "FATAL: $*"; exit 1; }
+
+cs=/sys/devices/system/clocksource/clocksource0/current_clocksource
+[ "$(cat $cs)" = tsc ] || die "clocksource $(cat $cs), not tsc"
+cat /proc/kallsyms > "$out/kallsyms.txt"
+# Until the kernel's random number generator is ready, every task
+# created draws its stack canary through a path that mixes and reseeds
+# (blake2s: some 9,000 instructions a thread create in 6.1 under TCG,
+# where no RDRAND feeds it); a read of /dev/random waits for it.
+head -c 1 /dev/random > /dev/null || die "/dev/random"
+sysctl -qw net.core.bpf_jit_kallsyms=1 2>/dev/null || true
+# The same addresses in every run: where the stack and heap fall decides
+# how many pages, so page faults (copy-on-write after fork), a loop
+# touches.
+echo 0 > /proc/sys/kernel/randomize_va_space || die "cannot turn ASLR off"
+# One scheduler path per operation: without wakeup preemption a woken
+# task waits for the waker to block, where otherwise CFS's choice depends
+# on the tasks' run times in ns, so on the emulation's speed, and a
+# round trip takes one of two paths of different length.
+echo NO_WAKEUP_PREEMPTION > /sys/kernel/debug/sched/features ||
+	die "cannot turn wakeup preemption off"
+{
+	echo "guest_kernel=$(uname -r)"
+	echo "guest_cmdline=$(cat /proc/cmdline)"
+	echo "guest_ncpu=$(nproc)"
+	echo "sched_features=$(cat /sys/kernel/debug/sched/features)"
+	echo "randomize_va_space=$(cat /proc/sys/kernel/randomize_va_space)"
+} > "$out/guest-env.txt"
+: > "$out/manifest.txt"
+
+# Settle: let what a load or unload queued (RCU callbacks, the snapshot's
+# grace periods, the probes' delayed detach, deferred frees) run out.
+settle() {
+	sync
+	sleep "${1:-2}"
+}
+
+bt_pid=
+setup() {
+	case $1 in
+	N) ;;
+	E|T) insmod "$COUNT_KO" track_all=0 || die "insmod" ;;
+	A) insmod "$COUNT_KO" track_all=1 || die "insmod" ;;
+	z) insmod "$COUNT_KO" track_all=1 totals=0 || die "insmod" ;;
+	B|L)
+		: > /tmp/bt.log
+		# On CPU 0: only its programs run on the benchmark's CPU.
+		if [ "$1" = B ]; then
+			BPFTRACE_MAP_KEYS_MAX=65536 taskset -c 0 bpftrace "$COUNT_BT" > /tmp/bt.log 2>&1 &
+		else
+			taskset -c 0 "$bin/tsbpf" "$bin/tsbpf.bpf.o" > /tmp/bt.log 2>&1 &
+		fi
+		bt_pid=$!
+		for _ in $(seq 1 1500); do
+			grep -q '^Attach' /tmp/bt.log && break
+			kill -0 $bt_pid 2>/dev/null || break
+			sleep 0.2
+		done
+		grep -q '^Attach' /tmp/bt.log || { cat /tmp/bt.log; die "$1 did not attach"; }
+		;;
+	esac
+	# The BPF programs' JIT images by name, for the attribution.
+	[ "$1" = B ] || [ "$1" = L ] &&
+		grep -E ' (bpf_prog_|bpf_trampoline)' /proc/kallsyms > "$out/kallsyms-$1.txt"
+	if [ -d /sys/module/taskstate/sections ]; then
+		for f in /sys/module/taskstate/sections/.text*; do
+			echo "${f##*/} $(cat "$f")"
+		done > "$out/sections-$1.txt"
+		grep '\[taskstate\]' /proc/kallsyms > "$out/kallsyms-$1.txt"
+	fi
+	settle 3
+}
+
+teardown() {
+	case $1 in
+	N) ;;
+	B|L) kill -INT $bt_pid; wait $bt_pid; bt_pid= ;;
+	*)
+		for _ in 1 2 3 4 5; do
+			rmmod taskstate 2>/dev/null && break
+			sleep 1
+		done
+		[ ! -d /sys/module/taskstate ] || die "rmmod"
+		;;
+	esac
+	settle 3
+}
+
+for cfg in $COUNT_CONFIGS; do
+	log "configuration $cfg"
+	setup "$cfg"
+	for op in $COUNT_OPS; do
+		args=()
+		case $cfg.$op in
+		[NEzBL].sample|[NEzBL].mapread|[NEzBL].debugfs) continue ;;
+		esac
+		[ "$cfg" = T ] && args+=(--track)
+		# shellcheck disable=SC2086
+		case $op in
+		fork|thread) set -- $COUNT_LONG 20 ;;
+		debugfs) set -- $COUNT_DEBUGFS 2 ;;
+		*) set -- 1 "$COUNT_SPANS" 20 ;;
+		esac
+		"$bin/count" "${args[@]}" --warm "$3" "$op" "$1" "$2" > /tmp/count.log 2>&1 ||
+			{ cat /tmp/count.log; die "count $cfg $op"; }
+		"$bin/count" --dump
+		echo "$cfg $op $1 $2" >> "$out/manifest.txt"
+		# The detach a second after the last untrack (T), the exits.
+		settle 1.5
+	done
+	teardown "$cfg"
+done
+log "done"

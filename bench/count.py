@@ -1,0 +1,441 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The counted benchmark's report (scripts/count.sh runs this).
+
+Reads a run directory: spans.txt (the tscount plugin's lines "span SEQ
+VCPU INSNS KINSNS" and "dump K"), manifest.txt ("CONFIG OP LOOPS SPANS",
+one per run of bench/count, in order), and for attribution the profiles
+spans.txt.prof.K ("VADDR NINSNS EXECS"), kallsyms.txt, kallsyms-CONFIG.txt
+and sections-CONFIG.txt (the module's symbols and sections as loaded).
+
+Per configuration and operation, each span gives instructions per
+operation (the span's count less the empty loop's span, over the
+operations in it).  What lands in a span besides the operation (a
+timer tick, RCU's callbacks) only adds, so for an operation whose path is
+fixed (pipe, pipe_thr, sample, mapread) the estimate is the floor: the
+least span count that at least FLOOR_REPEATS spans had exactly (many
+do).  fork and thread run deferred work (RCU callbacks freeing tasks,
+exit's) that lands in some spans and not others, and a debugfs read of
+thousands of lines never repeats exactly: their estimate is the median.
+The spread is that of the spans' middle half, relative to the estimate.
+
+  count.py --run DIR [--report FILE] [--guard LIMIT] [--ko FILE] [--json FILE]
+
+--ko: the module that ran (default DIR/taskstate.ko, which scripts/count.sh
+copies there), for the attribution inside it.
+"""
+import argparse
+import bisect
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+NAMES = {
+    'N': 'not loaded',
+    'E': 'loaded, nothing tracked',
+    'T': "the benchmark's threads tracked",
+    'A': 'every thread tracked (track_all=1)',
+    'z': 'every thread tracked, totals=0',
+    'B': 'bpftrace (bench/taskstate.bt)',
+    'L': 'libbpf tp_btf (bench/tsbpf)',
+}
+OPS = {
+    'empty': 'the loop alone',
+    'pipe': 'pipe round trip, two processes, one CPU',
+    'pipe_thr': 'pipe round trip, two threads, one CPU',
+    'fork': 'fork + exit + wait',
+    'thread': 'pthread create + join',
+    'sample': 'one SAMPLE ioctl (1 tid)',
+    'mapread': 'one mapped read',
+    'debugfs': 'one debugfs read, 1,000+ threads tracked',
+}
+MEDIAN_OPS = ('fork', 'thread', 'debugfs')
+FLOOR_REPEATS = 3
+KERNEL_HALF = 0xffff800000000000
+
+
+def load_runs(run):
+    manifest = []
+    with open(os.path.join(run, 'manifest.txt')) as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 4:
+                manifest.append((p[0], p[1], int(p[2]), int(p[3])))
+    runs, cur = [], []
+    with open(os.path.join(run, 'spans.txt')) as f:
+        for line in f:
+            p = line.split()
+            if p and p[0] == 'span':
+                m = tuple(int(x) for x in p[5:8]) if len(p) >= 8 else None
+                cur.append((int(p[2]), int(p[3]), int(p[4]), m))
+            elif p and p[0] == 'dump':
+                runs.append((cur, int(p[1])))
+                cur = []
+    if len(runs) != len(manifest):
+        print('count.py: %d runs in the manifest, %d in spans.txt: the '
+              'first %d only' % (len(manifest), len(runs),
+                                 min(len(runs), len(manifest))),
+              file=sys.stderr)
+    out = {}
+    for (cfg, op, loops, nspans), (spans, dump) in zip(manifest, runs):
+        if len(spans) != nspans:
+            sys.exit('count.py: %s %s: %d spans, %d expected'
+                     % (cfg, op, len(spans), nspans))
+        if len(set(s[0] for s in spans)) != 1:
+            sys.exit('count.py: %s %s: spans on more than one vCPU' % (cfg, op))
+        out[(cfg, op)] = {'spans': [s[1] for s in spans], 'dump': dump,
+                          'loops': loops, 'nspans': nspans,
+                          'mem': [(s[1], s[3]) for s in spans if s[3]]}
+    return out
+
+
+def estimates(runs):
+    """{(cfg, op): (estimate, spread, median, min, max)} per operation."""
+    res = {}
+    for (cfg, op), r in runs.items():
+        empty = runs.get((cfg, 'empty'))
+        base = min(empty['spans']) if empty and op != 'empty' else 0
+        per = sorted((s - base) / r['loops'] for s in r['spans'])
+        med = statistics.median(per)
+        est, at_floor = med, None
+        if op not in MEDIAN_OPS:
+            # The floor: the least span count that FLOOR_REPEATS spans
+            # had exactly (a rare shorter span is not the operation's).
+            counts = {}
+            for x in r['spans']:
+                counts[x] = counts.get(x, 0) + 1
+            floor = [x for x in sorted(counts) if counts[x] >= FLOOR_REPEATS]
+            if floor:
+                est = (floor[0] - base) / r['loops']
+                at_floor = counts[floor[0]]
+        n = len(per)
+        mid = per[n // 4: n - n // 4] or per
+        spread = (mid[-1] - mid[0]) / est if est else 0.0
+        res[(cfg, op)] = (est, spread, med, per[0], per[-1], at_floor)
+    return res
+
+
+# ---- attribution ----
+
+class Symbols:
+    def __init__(self, path, extra=()):
+        syms = []
+        for p in [path] + list(extra):
+            if not os.path.exists(p):
+                continue
+            with open(p) as f:
+                for line in f:
+                    a = line.split()
+                    if len(a) >= 3 and a[1] in 'tTwW':
+                        v = int(a[0], 16)
+                        if v >= KERNEL_HALF:
+                            syms.append((v, a[2]))
+        syms.sort()
+        self.addr = [s[0] for s in syms]
+        self.name = [s[1] for s in syms]
+
+    def lookup(self, v):
+        i = bisect.bisect_right(self.addr, v) - 1
+        return self.name[i] if i >= 0 else '?'
+
+
+def profile(run, dump):
+    prof = {}
+    p = os.path.join(run, 'spans.txt.prof.%d' % dump)
+    if not os.path.exists(p):
+        return prof
+    with open(p) as f:
+        for line in f:
+            a = line.split()
+            v, n, e = int(a[0], 16), int(a[1]), int(a[2])
+            prof[v] = prof.get(v, 0) + n * e
+    return prof
+
+
+def module_text(run, cfg):
+    p = os.path.join(run, 'sections-%s.txt' % cfg)
+    secs = {}
+    if os.path.exists(p):
+        with open(p) as f:
+            for line in f:
+                a = line.split()
+                secs[a[0]] = int(a[1], 16)
+    return secs
+
+
+# What part of the hot path an instruction of the module is, from the
+# innermost inlined function addr2line names.
+PARTS = [
+    ('ts_index_', 'lookup (index.h)'),
+    ('ts_lookup', 'lookup (index.h)'),
+    ('ts_pub_add', 'word store and totals (entry.h)'),
+    ('ts_pub_first', 'word store and totals (entry.h)'),
+    ('ts_pub_set', 'word store and totals (entry.h)'),
+    ('ts_word_', 'word store and totals (entry.h)'),
+    ('ts_u64_', 'word store and totals (entry.h)'),
+    ('ts_set', 'word store and totals (entry.h)'),
+    ('ts_prev_state', 'prev state (probes.c)'),
+    ('ts_state_from_linux', 'prev state (probes.c)'),
+    ('ts_task_queued', 'prev state (probes.c)'),
+    ('ts_task_on_cpu', 'probe body (probes.c)'),
+    ('ts_probe_', 'probe body (probes.c)'),
+]
+
+
+def classify_module(ko, offsets):
+    """{offset: part} for .text offsets of the module, through addr2line."""
+    if not ko or not os.path.exists(ko) or not offsets:
+        return {}
+    offs = sorted(offsets)
+    try:
+        o = subprocess.run(['addr2line', '-e', ko, '-j', '.text', '-i', '-f']
+                           + ['0x%x' % x for x in offs] + ['0x0'],
+                           capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    # Each address prints (function, file:line) pairs, innermost first;
+    # a sentinel address 0 is not needed for splitting: use -a instead.
+    o = subprocess.run(['addr2line', '-e', ko, '-j', '.text', '-i', '-f', '-a']
+                       + ['0x%x' % x for x in offs],
+                       capture_output=True, text=True).stdout.splitlines()
+    res, cur, funcs = {}, None, []
+    for line in o + ['0xffffffffffffffff']:
+        if line.startswith('0x'):
+            if cur is not None:
+                part = 'probe body (probes.c)'
+                for fn in funcs:
+                    hit = next((p for k, p in PARTS if fn.startswith(k)), None)
+                    if hit:
+                        part = hit
+                        break
+                res[cur] = part
+            cur, funcs = int(line, 16), []
+        elif not line.startswith('/') and ':' not in line:
+            funcs.append(line)
+    return res
+
+
+KERNEL_PARTS = [
+    (('ktime_get_boot_fast_ns', 'ktime_get_mono_fast_ns', 'read_tsc',
+      'bpf_ktime_get_boot_ns'), 'clock read (ktime_get_boot_fast_ns, read_tsc)'),
+    (('__x86_indirect_thunk_', '__x86_return_thunk'),
+     'indirect-call thunks (the clocksource read; BPF: the program call)'),
+    (('__schedule', 'ttwu_do_wakeup', 'wake_up_new_task', 'try_to_wake_up',
+      '__traceiter_', '__SCT__tp_func_', '__bpf_trace_'),
+     'tracepoint call sites (static key and call in __schedule, ttwu_do_wakeup)'),
+    (('bpf_trace_run', 'migrate_disable', 'migrate_enable', '__rcu_read_lock',
+      '__rcu_read_unlock', 'trace_call_bpf', 'perf_trace_',
+      'perf_swevent_'),
+     'BPF dispatch (bpf_trace_run or perf_trace_* and trace_call_bpf, '
+     'migrate_disable, RCU)'),
+    (('bpf_prog_', 'bpf_', '__bpf', 'htab_', 'array_map_', '__htab',
+      'bpf_local_storage', 'jhash', 'alloc_htab_elem', 'lookup_elem_raw',
+      'check_and_free_fields', '__copy_map_value', 'pcpu_freelist',
+      '__pcpu_freelist'), 'BPF program, helpers and maps'),
+]
+
+
+def attribute(run, runs, ko, base_cfg, cfg, op):
+    """Per operation, instructions added in @cfg over @base_cfg, by part."""
+    b, c = runs.get((base_cfg, op)), runs.get((cfg, op))
+    if not b or not c:
+        return None
+    pb, pc = profile(run, b['dump']), profile(run, c['dump'])
+    if not pb or not pc:
+        return None
+    nb, nc = b['loops'] * b['nspans'], c['loops'] * c['nspans']
+    syms = Symbols(os.path.join(run, 'kallsyms.txt'),
+                   [os.path.join(run, 'kallsyms-%s.txt' % cfg)])
+    secs = module_text(run, cfg)
+    text = secs.get('.text')
+    modparts = {}
+    if text is not None:
+        offs = [v - text for v in pc if 0 <= v - text < (1 << 20)]
+        modparts = classify_module(ko, offs)
+    parts, bysym = {}, {}
+
+    def add(v, insns, sign):
+        if v < KERNEL_HALF:
+            part, sym = 'user space', 'user'
+        else:
+            sym = syms.lookup(v)
+            part = None
+            if text is not None and v - text in modparts:
+                part = modparts[v - text]
+            elif text is not None and 0 <= v - text < (1 << 20):
+                part = 'module, other'
+            else:
+                for names, p in KERNEL_PARTS:
+                    if any(sym.startswith(n) for n in names):
+                        part = p
+                        break
+            if part is None:
+                part = 'rest of the kernel (ticks and other noise)'
+        parts[part] = parts.get(part, 0) + sign * insns
+        bysym[sym] = bysym.get(sym, 0) + sign * insns
+
+    for v, i in pc.items():
+        add(v, i / nc, 1)
+    for v, i in pb.items():
+        add(v, i / nb, -1)
+    return parts, bysym
+
+
+def fmt(x):
+    return '{:,.0f}'.format(x)
+
+
+def memory(runs, res):
+    """Per (cfg, op) of a floor estimate: the module area's accesses,
+    stores and distinct lines in the spans that counted the floor."""
+    rows = {}
+    for key, r in runs.items():
+        if not r['mem'] or res[key][5] is None:
+            continue
+        base = None
+        counts = {}
+        for x in r['spans']:
+            counts[x] = counts.get(x, 0) + 1
+        floor = min(x for x in counts if counts[x] >= FLOOR_REPEATS)
+        ms = [m for x, m in r['mem'] if x == floor]
+        if ms:
+            rows[key] = tuple(statistics.median(m[i] for m in ms) / r['loops']
+                              for i in range(3))
+    return rows
+
+
+def report(a, runs, res, mem_rows=None):
+    cfgs = [c for c in 'NETAzBL' if any(k[0] == c for k in res)]
+    ops = [o for o in OPS if any(k[1] == o for k in res) and o != 'empty']
+    L = []
+    L.append('# Counted cost: guest instructions per operation\n')
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rel = os.path.relpath(os.path.abspath(a.run), top)
+    L.append('Command: `%s`. Run directory: `%s`.\n'
+             % (a.command, a.run if rel.startswith('..') else rel))
+    env = os.path.join(a.run, 'guest-env.txt')
+    if os.path.exists(env):
+        with open(env) as f:
+            kv = dict(l.rstrip('\n').split('=', 1) for l in f if '=' in l)
+        L.append('Guest: %s, command line `%s`.\n' % (
+            kv.get('guest_kernel', '?'), kv.get('guest_cmdline', '?')))
+    L.append('Instructions per operation executed by the benchmark\'s CPU '
+             '(the empty loop\'s span subtracted), from %s spans of %s '
+             'operations; in parentheses the ratio to "not loaded" and the '
+             'instructions added; in square brackets how many spans counted '
+             'exactly the floor, or after ± half the relative spread of the '
+             'spans\' middle half (median estimates).\n'
+             % ('/'.join(sorted(set(str(r['nspans']) for r in runs.values()))),
+                '/'.join(sorted(set(str(r['loops']) for r in runs.values())))))
+    L.append('| operation | ' + ' | '.join('%s: %s' % (c, NAMES[c]) for c in cfgs) + ' |')
+    L.append('|---' * (len(cfgs) + 1) + '|')
+    for op in ops:
+        row = [OPS[op]]
+        n = res.get(('N', op))
+        for c in cfgs:
+            r = res.get((c, op))
+            if not r:
+                row.append('-')
+                continue
+            s = fmt(r[0])
+            if n and c != 'N':
+                s += ' (%.3f, %+d)' % (r[0] / n[0], round(r[0] - n[0]))
+            if r[5]:
+                s += ' [%d]' % r[5]
+            else:
+                s += ' ±%.2f%%' % (100 * r[1] / 2)
+            row.append(s)
+        L.append('| ' + ' | '.join(row) + ' |')
+    L.append('')
+    L.append('Estimate: the floor (least span count that %d spans had '
+             'exactly) for fixed-path operations, the median for %s.\n'
+             % (FLOOR_REPEATS, ', '.join(MEDIAN_OPS)))
+    if mem_rows:
+        L.append('## Memory accesses of module-area code (modules, BPF JIT '
+                 'images), per operation\n')
+        L.append('Counted by the plugin (mem=1) in the spans that counted the '
+                 'floor: loads and stores made by instructions in the module '
+                 'area, and the distinct 64-byte lines they touched, the '
+                 'stack included.\n')
+        L.append('| configuration | operation | accesses | stores | distinct lines |')
+        L.append('|---|---|---|---|---|')
+        for (cfg, op), (acc, st, ln) in sorted(mem_rows.items()):
+            if acc:
+                L.append('| %s | %s | %.0f | %.0f | %.0f |'
+                         % (NAMES[cfg], OPS[op], acc, st, ln))
+        L.append('')
+    # E adds nothing (the probes are detached), T runs A's code.
+    for cfg in [c for c in cfgs if c in 'AzBL']:
+        att = attribute(a.run, runs, a.ko, 'N', cfg, 'pipe')
+        if not att:
+            continue
+        parts, bysym = att
+        L.append('## Where the added instructions go: pipe round trip, %s against not loaded\n' % cfg)
+        L.append('From the plugin\'s per-TB profile of all spans, per round '
+                 'trip: the spans with a tick or other work in them are in '
+                 'it too, so the total differs from the floor\'s by that '
+                 'noise, which lands in the last row.\n')
+        L.append('| part | added instructions |')
+        L.append('|---|---|')
+        for p, v in sorted(parts.items(), key=lambda x: -abs(x[1])):
+            if abs(v) >= 0.5:
+                L.append('| %s | %+.0f |' % (p, v))
+        L.append('| total of the profile | %+.0f |' % sum(parts.values()))
+        if ('N', 'pipe') in res and (cfg, 'pipe') in res:
+            L.append('| floor difference (exact) | %+.0f |'
+                     % (res[(cfg, 'pipe')][0] - res[('N', 'pipe')][0]))
+        L.append('')
+        L.append('By symbol (|added| >= 5):\n')
+        L.append('| symbol | added |')
+        L.append('|---|---|')
+        for s, v in sorted(bysym.items(), key=lambda x: -abs(x[1])):
+            if abs(v) >= 5:
+                L.append('| %s | %+.0f |' % (s, v))
+        L.append('')
+    text = '\n'.join(L) + '\n'
+    if a.report:
+        with open(a.report, 'w') as f:
+            f.write(text)
+    return text
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--run', required=True)
+    ap.add_argument('--report')
+    ap.add_argument('--ko')
+    ap.add_argument('--command', default='scripts/count.sh')
+    ap.add_argument('--guard', type=float)
+    ap.add_argument('--json')
+    a = ap.parse_args()
+    if not a.ko and os.path.exists(os.path.join(a.run, 'taskstate.ko')):
+        a.ko = os.path.join(a.run, 'taskstate.ko')
+    runs = load_runs(a.run)
+    res = estimates(runs)
+    mem_rows = memory(runs, res)
+    for (cfg, op), (est, spread, med, lo, hi, fl) in sorted(res.items()):
+        print('# %s %-9s %10.1f  spread %.4f  median %10.1f  min %10.1f  max %10.1f  at floor %s'
+              % (cfg, op, est, spread, med, lo, hi, fl))
+    if a.json:
+        with open(a.json, 'w') as f:
+            json.dump({'%s.%s' % k: v for k, v in res.items()}, f, indent=1)
+    if a.guard is not None:
+        n = res.get(('N', 'pipe'))
+        t = res.get(('A', 'pipe'))
+        if not n or not t:
+            print('not ok - counted pinned pipe A/N: no result')
+            return 1
+        ratio = t[0] / n[0]
+        ok = ratio <= a.guard
+        print('%s - counted pinned pipe, every thread tracked / not loaded: '
+              '%.4f (%.0f / %.0f instructions per round trip, limit %.3f)'
+              % ('ok' if ok else 'not ok', ratio, t[0], n[0], a.guard))
+        return 0 if ok else 1
+    sys.stdout.write(report(a, runs, res, mem_rows))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

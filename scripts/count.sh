@@ -1,0 +1,128 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The counted benchmark: guest instructions per operation, counted by a
+# TCG plugin (bench/tscount.c) in one boot of Debian 6.1 amd64, under
+# each configuration of the module.  Where timing is noisy, the count of
+# a span is not: a pipe round trip counts the same, to the instruction,
+# from run to run, whatever the host's load (docs/performance.md).
+#
+#   scripts/count.sh [--quick] [--guard] [--out DIR] [--configs "N E T A z B L"]
+#                    [--ops "pipe pipe_thr ..."] [--report FILE]
+#
+# What runs, inside one boot (bench/count-guest.sh): for each
+# configuration in turn, bench/count (the driver) runs each operation in
+# marked spans, pinned to CPU 1, which the kernel command line isolates
+# (isolcpus=1 irqaffinity=0: no unbound kernel work, no device interrupts
+# there); the guest turns the scheduler's WAKEUP_PREEMPTION off, ASLR
+# off, and waits for its random number generator (count-guest.sh says
+# why).
+#
+#   N  module not loaded
+#   E  loaded (track_all=0), nothing tracked
+#   T  loaded (track_all=0), the benchmark's process tracked
+#   A  loaded with track_all=1: every thread tracked
+#   z  A with totals=0
+#   B  bench/taskstate.bt under bpftrace, no module
+#   L  bench/tsbpf.bpf.c: the libbpf equivalent (tp_btf programs, task
+#      storage: word and totals of every thread), no module
+#
+# Operations: empty (the loop alone), pipe (round trip between two
+# processes), pipe_thr (between two threads), fork (fork+exit+wait),
+# thread (pthread create+join), sample (one SAMPLE ioctl), mapread (one
+# mapped read), debugfs (one read of the debugfs file, 1,000 threads
+# more tracked); the last three only where the module tracks the caller.
+#
+# Results in $out (default build/count-run): spans.txt (the plugin's),
+# manifest.txt (which spans belong to which run), the profiles, and
+# REPORT.md (bench/count.py), whose tables docs/performance.md quotes.
+# --guard: only N and A, the pinned pipe, and a TAP line comparing A/N
+# with COUNT_GUARD_LIMIT (default 1.07, where 1.055 is measured: a second
+# clock read per event would pass it; scripts/check.sh runs this).
+#
+# Knobs: COUNT_SPANS (spans of one operation, for the short operations),
+# COUNT_LONG ("LOOPS SPANS" for fork and thread), COUNT_DEBUGFS (the same
+# for debugfs), COUNT_TIMEOUT (s), COUNT_COMMAND (the command the report
+# names), COUNT_MEM (1: the plugin also counts the memory accesses of
+# module-area code and the lines they touch; default 0: under QEMU 7.2
+# these counts run several times above the loads and stores of the
+# module's code, so they are not trusted; see docs/performance.md),
+# COUNT_GUARD_LIMIT.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$top/build
+out=$build/count-run
+configs="N E T A z B L"
+ops="empty pipe pipe_thr fork thread sample mapread debugfs"
+guard=0 quick=0 report=
+cmd_args="$*"
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--guard) guard=1 ;;
+	--out) out=$2; shift ;;
+	--configs) configs=$2; shift ;;
+	--ops) ops=$2; shift ;;
+	--report) report=$2; shift ;;
+	-h|--help) sed -n '4,/^set -euo/{/^set -euo/d;p}' "$0"; exit 0 ;;
+	*) echo "count: unknown argument $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+if [ $guard = 1 ]; then
+	configs="N A" ops="empty pipe"
+	out=$build/count-guard
+fi
+if [ $quick = 1 ]; then
+	: "${COUNT_SPANS:=60}" "${COUNT_LONG:=5 20}" "${COUNT_DEBUGFS:=1 5}"
+fi
+: "${COUNT_SPANS:=400}" "${COUNT_LONG:=5 100}" "${COUNT_DEBUGFS:=1 30}"
+: "${COUNT_TIMEOUT:=1500}" "${COUNT_MEM:=0}"
+: "${COUNT_GUARD_LIMIT:=1.07}"
+bin=$build/count-bin
+ko=$build/count-ko
+if [ $guard = 1 ]; then
+	bin=$build/count-guard-bin
+	ko=$build/count-guard-ko
+fi
+log() { echo "# count: $(date +%T) $*"; }
+
+kver=$("$top/scripts/kernels.sh" amd64)
+log "building the module for $kver, the tools, the driver and the plugin"
+"$top/scripts/build-module.sh" "$kver" "$ko" 2>&1 | { grep -v 'Skipping BTF' || true; }
+[ -f "$ko/taskstate.ko" ] || { echo "count: module build failed" >&2; exit 1; }
+make -s -C "$top/tools" O="$bin" all
+make -s -C "$top/bench" O="$bin" count tscount
+case " $configs " in *" L "*) make -s -C "$top/bench" O="$bin" tsbpf ;; esac
+
+rm -rf "$out"
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+guest=$out/../count-guest-$$.sh
+cat > "$guest" <<EOF
+export COUNT_BIN=$bin COUNT_KO=$ko/taskstate.ko COUNT_BT=$top/bench/taskstate.bt
+export COUNT_CONFIGS="$configs" COUNT_OPS="$ops"
+export COUNT_SPANS=$COUNT_SPANS COUNT_LONG="$COUNT_LONG" COUNT_DEBUGFS="$COUNT_DEBUGFS"
+exec bash $top/bench/count-guest.sh
+EOF
+log "booting $kver with the plugin (progress: $out/output.log)"
+t0=$(date +%s)
+rc=0
+QEMU_EXTRA="-plugin $bin/tscount.so,out=$out/spans.txt,prof=1,mem=$COUNT_MEM" \
+	"$top/scripts/vm-run.sh" --quiet --timeout "$COUNT_TIMEOUT" \
+	--accel "tcg" \
+	--append "tsc=reliable clocksource=tsc isolcpus=1 irqaffinity=0" \
+	"$kver" "$out" "$guest" || rc=$?
+rm -f "$guest"
+log "guest done in $(( $(date +%s) - t0 )) s, status $rc"
+if [ $rc != 0 ]; then
+	tail -n 30 "$out/output.log" 2>/dev/null || true
+	exit 1
+fi
+cp "$ko/taskstate.ko" "$out/"	# the attribution reads the module that ran
+args=(--run "$out" --ko "$out/taskstate.ko"
+      --command "${COUNT_COMMAND:-scripts/count.sh${cmd_args:+ $cmd_args}}")
+[ $guard = 0 ] || args+=(--guard "$COUNT_GUARD_LIMIT")
+args+=(--report "${report:-$out/REPORT.md}")
+python3 "$top/bench/count.py" "${args[@]}"
