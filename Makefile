@@ -61,6 +61,7 @@ uninstall:
 	if [ -d $(DESTDIR)/lib/modules/$(KERNELRELEASE) ]; then \
 		depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KERNELRELEASE); fi
 	rm -f $(DESTDIR)$(PREFIX)/bin/taskstate \
+	      $(DESTDIR)$(PREFIX)/share/bash-completion/completions/taskstate \
 	      $(DESTDIR)$(LIBDIR)/libtaskstate.a \
 	      $(DESTDIR)$(LIBDIR)/libtaskstate.so* \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/libtaskstate.pc \

@@ -827,7 +827,7 @@ static void draw(struct watch *w, const struct ts_row *rows, size_t n,
 
 	for (s = 0, len = 0; s < TASKSTATE_NR_STATES; s++)
 		len += snprintf(line + len, sizeof(line) - len, "%s%s %" PRIu64,
-				s ? "  " : "", taskstate_state_name(s), count[s]);
+				s ? "  " : "", ts_state_name(s), count[s]);
 	put_line(w, line, NULL);
 
 	table_widths(rows, n, &tw);
