@@ -79,11 +79,13 @@ rm -rf "$vm"
 
 # Everything below these before the install, to compare after the purge.
 # The kernels' module indexes (modules.dep...) are rewritten by depmod:
-# only their taskstate entries are checked.
+# only their taskstate entries are checked.  DKMS makes its signing key
+# (/var/lib/dkms/mok.*) at its first build on a machine, and keeps it.
 snapshot() {
 	find /usr/src /var/lib/dkms /lib/modules /etc /usr/include \
 	     "/usr/lib/$ma" /usr/bin /usr/share/man /usr/share/doc \
 	     -path '/etc/ld.so.cache' -prune -o \
+	     -path '/var/lib/dkms/mok.*' -prune -o \
 	     -path '/lib/modules/*/modules.*' -prune -o -print 2>/dev/null | sort
 }
 
@@ -189,8 +191,13 @@ systemd-analyze verify "${units[@]}" > "$tmp/verify" 2>&1
 grep -v -e 'Unit sysinit.target not found' -e 'Unit default.target not found' \
 	"$tmp/verify" > "$tmp/verify.ours"
 comment < "$tmp/verify"
-[ ! -s "$tmp/verify.ours" ]
-ok $? "systemd-analyze verify: the service and the timer are clean"
+# The control: a misspelt key in a copy of the service is reported.
+sed 's/^NoNewPrivileges=/NoNewPrivilegs=/' "${units[0]}" > "$tmp/taskstate-control.service"
+systemd-analyze verify "$tmp/taskstate-control.service" 2>&1 |
+	grep -q "Unknown key 'NoNewPrivilegs'"
+control=$?
+[ ! -s "$tmp/verify.ours" ] && [ $control = 0 ]
+ok $? "systemd-analyze verify: the service and the timer are clean (and a misspelt key is reported)"
 
 rc=0
 grep -qx 'ExecStart=/usr/bin/taskstate metrics --output /var/lib/taskstate/taskstate.prom' "${units[0]}" &&
@@ -289,6 +296,8 @@ ok $rc "no module left in /lib/modules, none in a modules.dep"
 rc=0
 while read -r f; do
 	[ "$f" = /. ] && continue	# (dpkg -L lists it)
+	# /lib, a merged-/usr link to /usr/lib, is the system's.
+	[ -d "$f" ] && [ -L "$f" ] && [ "${f%/*}" = "" ] && continue
 	# Directories other packages own too stay.
 	[ -d "$f" ] && [ ! -L "$f" ] && dpkg -S "$f" >/dev/null 2>&1 && continue
 	if [ -e "$f" ] || [ -L "$f" ]; then echo "# left: $f"; rc=1; fi
