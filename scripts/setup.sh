@@ -52,9 +52,10 @@ if want 686 && ! dpkg --print-foreign-architectures | grep -qx i386; then
 	apt_update
 fi
 
-# The demo: build the module and the command, boot the 6.1 kernel.
+# The demo: build the module and the command (gcc, make and libc6-dev:
+# not build-essential's g++), boot the 6.1 kernel.
 AMD64_PKGS=(
-	build-essential kmod cpio xz-utils
+	gcc make libc6-dev kmod cpio xz-utils
 	linux-image-amd64 linux-headers-amd64
 	qemu-system-x86 busybox-static
 )
@@ -62,7 +63,7 @@ if [ "$MODE" != demo ]; then
 	# make check on any kernel: the kselftest harness and checkpatch
 	# (linux-source), the 32-bit builds and the index test (check.sh),
 	# bpftrace (ts_bpftrace), the Prometheus pipeline (ts_metrics.sh).
-	AMD64_PKGS+=(bc python3 pkg-config man-db linux-source-6.1
+	AMD64_PKGS+=(build-essential bc python3 pkg-config man-db linux-source-6.1
 		gcc-i686-linux-gnu libc6-dev-i386-cross qemu-user-static bpftrace
 		prometheus prometheus-node-exporter curl)
 	if want rt-amd64; then AMD64_PKGS+=(linux-image-rt-amd64 linux-headers-rt-amd64); fi
