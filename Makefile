@@ -4,20 +4,30 @@
 # Kbuild; this file only drives kbuild and the user-space parts.
 #
 #   make                 the module for the running kernel, and the tools
-#   make check           the VM test suite on every kernel in KERNELS
-#   make demo            boot a VM, load the module, show the table
+#   make check           the unit tests, the host tests (DKMS, install, Debian
+#                        packages, man pages) and the VM test suite on the
+#                        kernels in KERNELS: by default amd64 alone (Debian
+#                        12's 6.1), the quick proof that it works here;
+#                        KERNELS=all: the nine (scripts/kernels.sh)
+#   make demo            boot a VM, load the module, show the table (installs
+#                        only what it needs: setup.sh demo)
 #   make bench           benchmarks, writes bench/REPORT.md and
 #                        bench/REPORT-count.md
 #   make bench-count     the counted benchmark alone (bench/REPORT-count.md)
 #   make install         module (modules_install + depmod), header, library, CLI
-#   make deps            install the Debian packages all of this needs
+#   make deps            install the Debian packages make check needs for
+#                        KERNELS (unset: all nine), HOST_TESTS and BENCH
 #   make deb             Debian packages (debian/) into build/deb/:
 #                        taskstate-dkms, taskstate-tools, libtaskstate0,
 #                        libtaskstate-dev
 
 KERNELRELEASE ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KERNELRELEASE)/build
-KERNELS ?= amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan
+ALL_KERNELS := amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan
+KERNELS ?= amd64
+ifeq ($(KERNELS),all)
+override KERNELS := $(ALL_KERNELS)
+endif
 PREFIX ?= /usr/local
 DESTDIR ?=
 # Absolute: modules_install and the tools install run in other directories.
@@ -34,10 +44,12 @@ tools:
 deps:
 	scripts/setup.sh
 
-check: deps
+check:
+	KERNELS="$(KERNELS)" scripts/setup.sh
 	KERNELS="$(KERNELS)" scripts/check.sh
 
-demo: deps
+demo:
+	scripts/setup.sh demo
 	scripts/demo.sh
 
 bench: deps
@@ -66,6 +78,7 @@ uninstall:
 	if [ -d $(DESTDIR)/lib/modules/$(KERNELRELEASE) ]; then \
 		depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KERNELRELEASE); fi
 	rm -f $(DESTDIR)$(PREFIX)/bin/taskstate \
+	      $(DESTDIR)$(PREFIX)/share/bash-completion/completions/taskstate \
 	      $(DESTDIR)$(LIBDIR)/libtaskstate.a \
 	      $(DESTDIR)$(LIBDIR)/libtaskstate.so* \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/libtaskstate.pc \

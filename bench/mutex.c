@@ -290,7 +290,8 @@ static int bench_stuck(FILE *csv, unsigned int n, unsigned int reps)
 	for (r = 0; r < reps; r++) {
 		t0 = mono_ns();
 		for (k = 0; k < iters; k++)
-			stuck = taskstate_stuck_check(&m, l, n, 100000000, 0, out, n, NULL);
+			stuck = taskstate_stuck_check(&m, l, n, 100000000,
+						      1U << TASKSTATE_SLEEPING, out, n, NULL);
 		t = mono_ns() - t0;
 		if (t < t_check)
 			t_check = t;

@@ -30,6 +30,8 @@
 #include "libtaskstate.h"
 
 #define MAX_WORKERS	64
+/* A lost reply is waited for in an interruptible sleep: not the default. */
+#define STUCK_STATES	(1U << TASKSTATE_BLOCKED | 1U << TASKSTATE_SLEEPING)
 
 static int dev_fd;
 static int stop;
@@ -112,7 +114,7 @@ int main(int argc, char **argv)
 	for (t = 0; t < seconds * 10 && left; t++, left--) {
 		sleep_ms(100);
 		n = taskstate_stuck_check(&m, where, nr, threshold_ms * 1000000ULL,
-					  0, found, MAX_WORKERS, NULL);
+					  STUCK_STATES, found, MAX_WORKERS, NULL);
 		for (i = 0; i < (unsigned int)n && i < MAX_WORKERS; i++) {
 			unsigned int w = found[i].which;
 

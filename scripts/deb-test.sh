@@ -9,7 +9,8 @@
 # installed files, modules and library (exports, soname, a program built
 # with pkg-config); `apt-get purge`; and checks that nothing is left: no
 # file of the packages, no module, no DKMS registration, no other new file
-# under /usr/src, /var/lib/dkms, /lib/modules, /etc.  Prints TAP; exits
+# under /usr/src, /var/lib/dkms, /lib/modules, /etc.  The systemd units
+# pass `systemd-analyze verify`.  Prints TAP; exits
 # non-zero on any failure.
 #
 #   scripts/deb-test.sh          (root; make check runs it, HOST_TESTS)
@@ -30,7 +31,7 @@ ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu
 . "$top/scripts/tap.sh"
 
 [ "$(id -u)" = 0 ] || bail "must run as root (apt-get, dkms)"
-for t in apt-get dkms dpkg-buildpackage dh_dkms lintian pkg-config; do
+for t in apt-get dkms dpkg-buildpackage dh_dkms lintian pkg-config systemd-analyze; do
 	command -v "$t" >/dev/null || bail "$t is missing (run make deps)"
 done
 ver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$top/dkms.conf")
@@ -39,8 +40,14 @@ k61=$("$top/scripts/kernels.sh" amd64) || bail "no 6.1 amd64 kernel (run make de
 k612=$(dpkg-query -W -f='${Package} ${Status}\n' 'linux-headers-6.12*' 2>/dev/null |
        sed -n 's/^linux-headers-\(6\.12\.[^ ]*[0-9]-amd64\) .* ok installed$/\1/p' |
        sort -V | tail -n1)
-[ -n "$k612" ] || bail "no 6.12 amd64 headers (run make deps)"
-kvers=("$k61" "$k612")
+# bookworm-backports' 6.12 headers when installed (make check with an
+# amd64-6.12 kernel or dkms-test installs them): a second kernel series.
+kvers=("$k61")
+if [ -n "$k612" ]; then
+	kvers+=("$k612")
+else
+	echo "# no 6.12 amd64 headers installed: DKMS checked on $k61 alone"
+fi
 
 tmp=$(mktemp -d)
 export DEBIAN_FRONTEND=noninteractive
@@ -72,11 +79,13 @@ rm -rf "$vm"
 
 # Everything below these before the install, to compare after the purge.
 # The kernels' module indexes (modules.dep...) are rewritten by depmod:
-# only their taskstate entries are checked.
+# only their taskstate entries are checked.  DKMS makes its signing key
+# (/var/lib/dkms/mok.*) at its first build on a machine, and keeps it.
 snapshot() {
 	find /usr/src /var/lib/dkms /lib/modules /etc /usr/include \
 	     "/usr/lib/$ma" /usr/bin /usr/share/man /usr/share/doc \
 	     -path '/etc/ld.so.cache' -prune -o \
+	     -path '/var/lib/dkms/mok.*' -prune -o \
 	     -path '/lib/modules/*/modules.*' -prune -o -print 2>/dev/null | sort
 }
 
@@ -165,6 +174,51 @@ rc=$?
 comment < "$tmp/man"
 ok $rc "man 1 taskstate and man 4 taskstate installed"
 
+# The systemd units: where Debian puts them, clean for systemd-analyze,
+# the timer enabled and the service left to it; the module's boot files
+# there and commented out (opt-in); the bash completion.
+units=(/lib/systemd/system/taskstate-metrics.service /lib/systemd/system/taskstate-metrics.timer)
+rc=0
+for f in "${units[@]}" /etc/modules-load.d/taskstate.conf /etc/modprobe.d/taskstate.conf \
+	 /usr/share/bash-completion/completions/taskstate; do
+	[ -f "$f" ] || { echo "# missing: $f"; rc=1; }
+done
+ok $rc "installed: ${units[*]##*/}, modules-load.d and modprobe.d files, bash completion"
+
+# systemd-analyze prints nothing for a clean unit (it exits 1 where
+# no systemd runs as PID 1, for its own default targets: not ours).
+systemd-analyze verify "${units[@]}" > "$tmp/verify" 2>&1
+grep -v -e 'Unit sysinit.target not found' -e 'Unit default.target not found' \
+	"$tmp/verify" > "$tmp/verify.ours"
+comment < "$tmp/verify"
+# The control: a misspelt key in a copy of the service is reported.
+sed 's/^NoNewPrivileges=/NoNewPrivilegs=/' "${units[0]}" > "$tmp/taskstate-control.service"
+systemd-analyze verify "$tmp/taskstate-control.service" 2>&1 |
+	grep -q "Unknown key 'NoNewPrivilegs'"
+control=$?
+[ ! -s "$tmp/verify.ours" ] && [ $control = 0 ]
+ok $? "systemd-analyze verify: the service and the timer are clean (and a misspelt key is reported)"
+
+rc=0
+grep -qx 'ExecStart=/usr/bin/taskstate metrics --output /var/lib/taskstate/taskstate.prom' "${units[0]}" &&
+	grep -qx 'ExecStartPost=+/bin/mv -f /var/lib/taskstate/taskstate.prom /var/lib/prometheus/node-exporter/taskstate.prom' "${units[0]}" &&
+	grep -qx 'DynamicUser=yes' "${units[0]}" &&
+	grep -qx 'AmbientCapabilities=CAP_PERFMON' "${units[0]}" &&
+	grep -qx 'CapabilityBoundingSet=CAP_PERFMON' "${units[0]}" || rc=1
+# The command line the service runs is one the command takes.
+taskstate metrics --output /dev/null --help > /dev/null || rc=1
+ok $rc "taskstate-metrics.service: DynamicUser, CAP_PERFMON alone, writes the textfile collector's taskstate.prom"
+
+[ -L /etc/systemd/system/timers.target.wants/taskstate-metrics.timer ] &&
+	! grep -rqs taskstate-metrics.service /etc/systemd/system/*.wants/
+ok $? "the timer is enabled, the service is not (the timer runs it)"
+
+! grep -qvE '^(#|$)' /etc/modules-load.d/taskstate.conf &&
+	grep -qx '#taskstate' /etc/modules-load.d/taskstate.conf &&
+	! grep -qvE '^(#|$)' /etc/modprobe.d/taskstate.conf &&
+	grep -qE '^#options taskstate ' /etc/modprobe.d/taskstate.conf
+ok $? "modules-load.d and modprobe.d: opt-in, every line commented out"
+
 lib=$(readlink -f "/usr/lib/$ma/libtaskstate.so.0")
 soname=$(objdump -p "$lib" | awk '$1 == "SONAME" { print $2 }')
 bad=$(nm -D --defined-only "$lib" | awk '{ print $NF }' | sed 's/@.*//' |
@@ -242,6 +296,8 @@ ok $rc "no module left in /lib/modules, none in a modules.dep"
 rc=0
 while read -r f; do
 	[ "$f" = /. ] && continue	# (dpkg -L lists it)
+	# /lib, a merged-/usr link to /usr/lib, is the system's.
+	[ -d "$f" ] && [ -L "$f" ] && [ "${f%/*}" = "" ] && continue
 	# Directories other packages own too stay.
 	[ -d "$f" ] && [ ! -L "$f" ] && dpkg -S "$f" >/dev/null 2>&1 && continue
 	if [ -e "$f" ] || [ -L "$f" ]; then echo "# left: $f"; rc=1; fi

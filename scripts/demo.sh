@@ -4,7 +4,8 @@
 # `make demo`: build taskstate for Debian's 6.1 amd64 kernel, boot it in
 # QEMU, load the module, start a small workload (a context-switch ping-pong,
 # a sleeper, a stopped process) and print the debugfs table and
-# `taskstate show` and `taskstate top` for it.
+# `taskstate show`, `taskstate top` and `taskstate metrics` for it.
+# Needs only what `scripts/setup.sh demo` installs.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +15,10 @@ bin=$top/build/bin64
 
 "$top/scripts/build-module.sh" "$kver" "$out"
 make -s -C "$top/tools" O="$bin" all
-make -s -C "$top/selftests/taskstate" O="$bin" "$bin/ts_pingpong"
+# The workload alone, without the selftests' harness (linux-source):
+# `make demo` needs no more than setup.sh demo installs.
+${CC:-cc} -O2 -pthread -D_GNU_SOURCE -I"$top/include/uapi" -I"$top/tools" \
+	-o "$bin/ts_pingpong" "$top/selftests/taskstate/ts_pingpong.c" "$bin/libtaskstate.a"
 
 cat > "$out/demo.sh" <<GUEST
 set -e
@@ -35,6 +39,9 @@ $bin/taskstate show -p \$stopped
 echo
 echo "### taskstate top -n 1 (where the last second went)"
 $bin/taskstate top -n 1 | head -n 12
+echo
+echo "### taskstate metrics -p \$stopped (for Prometheus)"
+$bin/taskstate metrics -p \$stopped | grep -E '^taskstate_(threads|oldest_seconds)\\{.*state="stopped"'
 echo
 echo "### taskstate info"
 $bin/taskstate info

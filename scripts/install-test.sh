@@ -41,7 +41,8 @@ stage() {	# directory
 	(cd "$top" && cp Makefile Kbuild dkms.conf "$1/" &&
 	 find module include tools man -name build -prune -o -type f \
 	      \( -name '*.[ch]' -o -name Makefile -o -name '*.kbuild' \
-	         -o -name '*.map' -o -name '*.pc.in' -o -name 'taskstate.[14]' \) \
+	         -o -name '*.map' -o -name '*.pc.in' -o -name 'taskstate.[14]' \
+	         -o -path 'tools/completion/*' \) \
 	      -exec cp --parents -t "$1/" {} +)
 }
 
@@ -71,7 +72,8 @@ for k in "${kvers[@]}"; do
 	       "$usr/lib/libtaskstate.so.0" "$usr/lib/libtaskstate.so"
 	       "$usr/lib/pkgconfig/libtaskstate.pc"
 	       "$usr/include/libtaskstate.h" "$usr/include/linux/taskstate.h"
-	       "$usr/share/man/man1/taskstate.1" "$usr/share/man/man4/taskstate.4")
+	       "$usr/share/man/man1/taskstate.1" "$usr/share/man/man4/taskstate.4"
+	       "$usr/share/bash-completion/completions/taskstate")
 	args=(DESTDIR="$dest" PREFIX=/usr KERNELRELEASE="$k")
 	stage "$src"
 

@@ -33,6 +33,8 @@ debug|kcsan) exec "$(dirname "$0")/debug-kernel.sh" "$1" ;;
 [0-9]*.*-*) echo "$1"; exit 0 ;;
 *) echo "kernels: unknown flavour $1 (amd64, rt-amd64, 686, amd64-5.10, amd64-6.12, amd64-7.2, arm64, debug, kcsan)" >&2; exit 2 ;;
 esac
-dpkg-query -W -f='${Depends}' "$pkg" 2>/dev/null |
+# (make demo installs the headers alone: they name the same release.)
+{ dpkg-query -W -f='${Depends}' "$pkg" 2>/dev/null
+  case $1 in amd64|rt-amd64) dpkg-query -W -f='${Depends}' "linux-headers-$1" 2>/dev/null ;; esac; } |
 	grep -o '[0-9]\+\.[0-9]\+\.[0-9]\+-[0-9]\+-'"${1}" | head -n1 | grep . ||
 	{ echo "kernels: $pkg is not installed (run make deps)" >&2; exit 2; }

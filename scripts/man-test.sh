@@ -5,7 +5,8 @@
 # without a groff or man warning and have a NAME line that whatis can
 # read; and the options of `taskstate --help` and of `taskstate COMMAND
 # --help` are exactly those taskstate(1) lists for the command (its
-# OPTIONS section for the command itself).  Prints TAP; exits non-zero on
+# OPTIONS section for the command itself); and the bash completion offers
+# the same commands and options.  Prints TAP; exits non-zero on
 # any failure.  Needs no root; builds the command in a temporary directory.
 #
 #   scripts/man-test.sh
@@ -40,7 +41,7 @@ done
 # (seven blanks, a dash) under "   taskstate COMMAND" (a subsection) or
 # under OPTIONS for the command itself.
 help_opts() {
-	grep -E '^ +-' | grep -oE '(^|[ ,])--?[a-z][a-z-]*' | tr -d ' ,' | sort -u
+	grep -E '^ +-' | grep -oE '(^|[ ,])--?[a-zA-Z][a-z-]*' | tr -d ' ,' | sort -u
 }
 man_opts() {	# command ("" for the command itself)
 	awk -v want="$1" '
@@ -48,7 +49,7 @@ man_opts() {	# command ("" for the command itself)
 	sec == "COMMANDS" && /^   taskstate [a-z]+$/ { cmd = $2; next }
 	sec == "OPTIONS" { cmd = "" }
 	cmd == want && /^       -/ { print }' "$tmp/taskstate.1.txt" |
-		grep -oE '(^|[ ,])--?[a-z][a-z-]*' | tr -d ' ,' | sort -u
+		grep -oE '(^|[ ,])--?[a-zA-Z][a-z-]*' | tr -d ' ,' | sort -u
 }
 
 for cmd in "" track untrack show watch top metrics info; do
@@ -72,6 +73,30 @@ cmp -s "$tmp/hc" "$tmp/mc"
 rc=$?
 [ $rc = 0 ] || diff "$tmp/hc" "$tmp/mc" | comment
 ok $rc "the same commands in --help and taskstate(1): $(tr '\n' ' ' < "$tmp/hc")"
+
+# The bash completion (tools/completion/taskstate) offers the commands
+# and each command's options of --help, and the values of a few options.
+comp() {	# words of the command line, the last one being completed
+	bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 ));
+		 _taskstate; printf "%s\n" "${COMPREPLY[@]}"' \
+		sh "$top/tools/completion/taskstate" "$@" | grep . | sort -u
+}
+bash -n "$top/tools/completion/taskstate"
+rc=$?
+comp "$cli" "" > "$tmp/cc"
+cmp -s "$tmp/hc" "$tmp/cc" || { diff "$tmp/hc" "$tmp/cc" | comment; rc=1; }
+for cmd in "" track untrack show watch top metrics info; do
+	# shellcheck disable=SC2086
+	"$cli" $cmd --help | help_opts > "$tmp/h"
+	# shellcheck disable=SC2086
+	comp "$cli" $cmd - > "$tmp/c"
+	cmp -s "$tmp/h" "$tmp/c" ||
+		{ echo "# ${cmd:-taskstate}:"; diff "$tmp/h" "$tmp/c" | comment; rc=1; }
+done
+[ "$(comp "$cli" top -o "" | tr '\n' ' ')" = "blocked other runnable running sleeping tid " ] || rc=1
+[ "$(comp "$cli" watch --stuck-states S,b)" = "S,blocked" ] || rc=1
+[ "$(comp "$cli" metrics --group-by c | tr '\n' ' ')" = "cgroup comm " ] || rc=1
+ok $rc "bash completion: the commands, each command's options of --help, option values"
 
 echo "1..$n"
 echo "# man-test: $((n - failed)) passed, $failed failed"

@@ -1,27 +1,40 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Install every Debian package the build, the tests and the benchmarks need,
+# Install the Debian packages the build, the tests and the benchmarks need,
 # and unpack what cannot be installed on an amd64 host (the i386 kernel image,
-# busybox:i386, the kernel source) into a cache outside the repository.
-# Idempotent: when everything is present it only checks and returns.
+# busybox:i386, the kernel source) into a cache outside the repository:
+# only what is asked for.  Idempotent: when everything is present it only
+# checks and returns.
 #
-# Usage: scripts/setup.sh        (root; `make deps` runs it)
+# Usage: scripts/setup.sh [demo]      (root)
+#
+#   demo   what `make demo` needs alone: the compiler, the 6.1 amd64 kernel
+#          and headers, QEMU, busybox (a few hundred MB, no kernel source)
+#   (none) what `make check` needs for $KERNELS (default: all nine) and
+#          $HOST_TESTS (default: dkms-test install-test deb-test man-test),
+#          and the benchmarks unless BENCH=0: `make deps` prepares all.
 set -euo pipefail
 
 CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
 STAMP=$CACHE/setup.done
-# The two chroots (amd64-5.10, amd64-7.2: several minutes to make) only
-# when $KERNELS, if set, names their flavour: `KERNELS=... make check`
-# passes it, a plain `make deps` prepares everything.
-WANT=" ${KERNELS:-amd64-5.10 amd64-7.2} "
+MODE=${1:-check}
+ALL_KERNELS="amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan"
+if [ "$MODE" = demo ]; then
+	WANT=" amd64 " TESTS=" " BENCHES=0
+else
+	WANT=" ${KERNELS-$ALL_KERNELS} "
+	TESTS=" ${HOST_TESTS-dkms-test install-test deb-test man-test} "
+	BENCHES=${BENCH:-1}
+fi
 want() { case $WANT in *" $1 "*) return 0 ;; esac; return 1; }
+want_test() { case $TESTS in *" $1 "*) return 0 ;; esac; return 1; }
 chroots=""
 if want amd64-5.10; then chroots+=" bullseye"; fi
 if want amd64-7.2; then chroots+=" sid"; fi
-SELF_SUM=$({ cat "$0"; echo "$chroots"; } | sha256sum | cut -d' ' -f1)
+SELF_SUM=$({ cat "$0"; echo "$MODE|$WANT|$TESTS|$BENCHES"; } | sha256sum | cut -d' ' -f1)
 
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$SELF_SUM" ]; then
+if [ -f "$STAMP" ] && grep -qx "$SELF_SUM" "$STAMP"; then
 	exit 0
 fi
 
@@ -34,25 +47,41 @@ export DEBIAN_FRONTEND=noninteractive
 # sometimes mid-sync on the mirror, and the main index suffices.
 apt_update() { apt-get update -qq >/dev/null 2>&1 || apt-get update -qq || true; }
 
-if ! dpkg --print-foreign-architectures | grep -qx i386; then
+if want 686 && ! dpkg --print-foreign-architectures | grep -qx i386; then
 	dpkg --add-architecture i386
 	apt_update
 fi
 
+# The demo: build the module and the command (gcc, make and libc6-dev:
+# not build-essential's g++), boot the 6.1 kernel (its image unpacked
+# below, not installed: no initramfs of its own to make).
 AMD64_PKGS=(
-	build-essential bc kmod
-	linux-image-amd64 linux-headers-amd64
-	linux-image-rt-amd64 linux-headers-rt-amd64
-	linux-headers-686:i386
-	linux-source-6.1
-	qemu-system-x86 qemu-user-static busybox-static
-	gcc-i686-linux-gnu libc6-dev-i386-cross
-	bpftrace linux-perf stress-ng rt-tests clang libbpf-dev
-	gnuplot-nox python3 dkms xz-utils cpio
-	debootstrap qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-	debhelper dh-dkms lintian pkg-config man-db
-	flex bison libelf-dev libssl-dev
+	gcc make libc6-dev kmod cpio xz-utils
+	linux-headers-amd64
+	qemu-system-x86 busybox-static
 )
+if [ "$MODE" != demo ]; then
+	AMD64_PKGS+=(linux-image-amd64)
+	# make check on any kernel: the kselftest harness and checkpatch
+	# (linux-source), the 32-bit builds and the index test (check.sh),
+	# bpftrace (ts_bpftrace), the Prometheus pipeline (ts_metrics.sh).
+	AMD64_PKGS+=(build-essential bc python3 pkg-config man-db linux-source-6.1
+		gcc-i686-linux-gnu libc6-dev-i386-cross qemu-user-static bpftrace
+		prometheus prometheus-node-exporter curl)
+	if want rt-amd64; then AMD64_PKGS+=(linux-image-rt-amd64 linux-headers-rt-amd64); fi
+	if want 686; then AMD64_PKGS+=(linux-headers-686:i386); fi
+	if want arm64; then
+		AMD64_PKGS+=(qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+	fi
+	if want amd64-5.10 || want amd64-7.2; then AMD64_PKGS+=(debootstrap); fi
+	if want debug || want kcsan; then AMD64_PKGS+=(flex bison libelf-dev libssl-dev); fi
+	if want_test deb-test; then AMD64_PKGS+=(debhelper dh-dkms lintian dkms); fi
+	if want_test dkms-test || want_test install-test; then AMD64_PKGS+=(dkms); fi
+	if [ "$BENCHES" != 0 ] && want amd64; then
+		# make bench's counted part builds a libbpf equivalent.
+		AMD64_PKGS+=(linux-perf stress-ng rt-tests gnuplot-nox clang libbpf-dev)
+	fi
+fi
 
 missing=()
 for p in "${AMD64_PKGS[@]}"; do
@@ -63,6 +92,25 @@ if [ ${#missing[@]} -gt 0 ]; then
 	log "installing: ${missing[*]}"
 	apt_update
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$MODE" = demo ]; then
+	# The image of the 6.1 kernel the headers are for, unless installed
+	# (scripts/vm-run.sh boots either).
+	k61=$("$(dirname "$0")/kernels.sh" amd64)
+	if [ ! -e "/boot/vmlinuz-$k61" ] && [ ! -f "$CACHE/images/$k61/.unpacked" ]; then
+		log "unpacking linux-image-$k61 into $CACHE/images/$k61"
+		mkdir -p "$CACHE/images"
+		dl=$(mktemp -d "$CACHE/dl.XXXXXX")
+		(cd "$dl" && apt-get download -qq "linux-image-$k61" >/dev/null)
+		rm -rf "$CACHE/images/$k61"
+		dpkg-deb -x "$dl"/*.deb "$CACHE/images/$k61"
+		rm -rf "$dl"
+		touch "$CACHE/images/$k61/.unpacked"
+	fi
+	echo "$SELF_SUM" >> "$STAMP"
+	log "all present (demo)"
+	exit 0
 fi
 
 # Linux 6.12 headers from bookworm-backports, for the DKMS build test
@@ -144,23 +192,25 @@ have_headers_612() {
 		grep -qE '^linux-headers-6\.12\.[^ ]*[0-9]-amd64 .* ok installed$'
 }
 
-bpo_source
-if ! have_headers_612; then
-	apt_update
-	bpo_ver=$(apt-cache madison linux-headers-amd64 |
-		  awk -F' *[|] *' -v s="$BPO/" 'index($3, s) { print $2; exit }')
-	hdr612=$(apt-cache show "linux-headers-amd64=${bpo_ver:-none}" 2>/dev/null |
-		 sed -n 's/^Depends: \(linux-headers-[^ ,]*\).*/\1/p' | head -n1)
-	case $hdr612 in
-	linux-headers-6.12.*) ;;
-	*) log "no 6.12 linux-headers-amd64 in $BPO (found '${bpo_ver:-none}')"; exit 1 ;;
-	esac
-	# By name and without -t: "-t $BPO" would also move the installed
-	# linux-image-amd64, linux-headers-amd64, linux-perf... to 6.12.  The
-	# package and what it depends on (its kbuild, its common headers, its
-	# kernel image) exist only in backports, so apt finds them there.
-	log "installing $hdr612 from $BPO"
-	apt-get install -y -qq --no-install-recommends "$hdr612" >/dev/null
+if want amd64-6.12 || want_test dkms-test; then
+	bpo_source
+	if ! have_headers_612; then
+		apt_update
+		bpo_ver=$(apt-cache madison linux-headers-amd64 |
+			  awk -F' *[|] *' -v s="$BPO/" 'index($3, s) { print $2; exit }')
+		hdr612=$(apt-cache show "linux-headers-amd64=${bpo_ver:-none}" 2>/dev/null |
+			 sed -n 's/^Depends: \(linux-headers-[^ ,]*\).*/\1/p' | head -n1)
+		case $hdr612 in
+		linux-headers-6.12.*) ;;
+		*) log "no 6.12 linux-headers-amd64 in $BPO (found '${bpo_ver:-none}')"; exit 1 ;;
+		esac
+		# By name and without -t: "-t $BPO" would also move the installed
+		# linux-image-amd64, linux-headers-amd64, linux-perf... to 6.12.  The
+		# package and what it depends on (its kbuild, its common headers, its
+		# kernel image) exist only in backports, so apt finds them there.
+		log "installing $hdr612 from $BPO"
+		apt-get install -y -qq --no-install-recommends "$hdr612" >/dev/null
+	fi
 fi
 
 mkdir -p "$CACHE"
@@ -178,22 +228,24 @@ fi
 # The i386 kernel image and busybox cannot be installed next to the amd64
 # ones (their dependencies are not multi-arch): download and unpack them.
 # The 686 image must match the installed 686 headers.
-hdr686=$(dpkg-query -W -f='${Depends}' linux-headers-686:i386 |
-	 grep -o 'linux-headers-[0-9.-]*-686' | head -n1)
-img686=${hdr686/headers/image}
-unpack_i386() {	# package, destination
-	local pkg=$1 dst=$2
-	[ -f "$dst/.unpacked" ] && return 0
-	log "unpacking $pkg into $dst"
-	rm -rf "$dst" "$CACHE/dl"
-	mkdir -p "$dst" "$CACHE/dl"
-	(cd "$CACHE/dl" && apt-get download -qq "$pkg:i386" >/dev/null)
-	dpkg-deb -x "$CACHE"/dl/*.deb "$dst"
-	rm -rf "$CACHE/dl"
-	touch "$dst/.unpacked"
-}
-unpack_i386 "$img686" "$CACHE/i386/$img686"
-unpack_i386 busybox-static "$CACHE/i386/busybox-static"
+if want 686; then
+	hdr686=$(dpkg-query -W -f='${Depends}' linux-headers-686:i386 |
+		 grep -o 'linux-headers-[0-9.-]*-686' | head -n1)
+	img686=${hdr686/headers/image}
+	unpack_i386() {	# package, destination
+		local pkg=$1 dst=$2
+		[ -f "$dst/.unpacked" ] && return 0
+		log "unpacking $pkg into $dst"
+		rm -rf "$dst" "$CACHE/dl"
+		mkdir -p "$dst" "$CACHE/dl"
+		(cd "$CACHE/dl" && apt-get download -qq "$pkg:i386" >/dev/null)
+		dpkg-deb -x "$CACHE"/dl/*.deb "$dst"
+		rm -rf "$CACHE/dl"
+		touch "$dst/.unpacked"
+	}
+	unpack_i386 "$img686" "$CACHE/i386/$img686"
+	unpack_i386 busybox-static "$CACHE/i386/busybox-static"
+fi
 
 # --- The kernel matrix beyond bookworm's own (scripts/kernels.sh) --------
 # Each flavour's kernel release goes into $CACHE/kernels/FLAVOUR.
@@ -233,9 +285,11 @@ papt_sources=$(printf 'deb [arch=%s signed-by=%s] %s %s main\n' \
 	amd64 "$KEYRING" "$MIRROR" bullseye \
 	amd64 "$KEYRING" "$MIRROR" sid \
 	arm64 "$KEYRING" "$MIRROR" "$REL")
-# Once per setup.sh run that gets here: only when something changed.
-if [ "$(cat "$PAPT/sources.list" 2>/dev/null)" != "$papt_sources" ] ||
-   [ -z "$(find "$PAPT/lists" -maxdepth 1 -name '*Packages*' -mmin -720)" ]; then
+# Once per setup.sh run that gets here: only when something changed, and
+# only for the kernels that need these lists.
+if { want amd64-5.10 || want amd64-7.2 || want arm64; } && {
+   [ "$(cat "$PAPT/sources.list" 2>/dev/null)" != "$papt_sources" ] ||
+   [ -z "$(find "$PAPT/lists" -maxdepth 1 -name '*Packages*' -mmin -720)" ]; }; then
 	echo "$papt_sources" > "$PAPT/sources.list"
 	log "updating the private apt lists in $PAPT"
 	# As apt_update: a suite mid-sync on the mirror fails one index.
@@ -291,20 +345,22 @@ unpack_image() {	# flavour, kver
 }
 
 # amd64-6.12: the backports image that matches the installed headers.
-k612=$(dpkg-query -W -f='${Package} ${Status}\n' 'linux-headers-6.12*' 2>/dev/null |
-       sed -n 's/^linux-headers-\(6\.12\.[^ ]*[0-9]-amd64\) .* ok installed$/\1/p' |
-       sort -V | tail -n1)
-[ -n "$k612" ] || { log "no 6.12 headers installed"; exit 1; }
-if [ ! -e "/boot/vmlinuz-$k612" ] && [ ! -f "$CACHE/images/$k612/.unpacked" ]; then
-	log "unpacking linux-image-$k612 into $CACHE/images/$k612"
-	dl=$(mktemp -d "$CACHE/dl.XXXXXX")
-	(cd "$dl" && apt-get download -qq "linux-image-$k612" >/dev/null)
-	rm -rf "$CACHE/images/$k612"
-	dpkg-deb -x "$dl"/*.deb "$CACHE/images/$k612"
-	rm -rf "$dl"
-	touch "$CACHE/images/$k612/.unpacked"
+if want amd64-6.12; then
+	k612=$(dpkg-query -W -f='${Package} ${Status}\n' 'linux-headers-6.12*' 2>/dev/null |
+	       sed -n 's/^linux-headers-\(6\.12\.[^ ]*[0-9]-amd64\) .* ok installed$/\1/p' |
+	       sort -V | tail -n1)
+	[ -n "$k612" ] || { log "no 6.12 headers installed"; exit 1; }
+	if [ ! -e "/boot/vmlinuz-$k612" ] && [ ! -f "$CACHE/images/$k612/.unpacked" ]; then
+		log "unpacking linux-image-$k612 into $CACHE/images/$k612"
+		dl=$(mktemp -d "$CACHE/dl.XXXXXX")
+		(cd "$dl" && apt-get download -qq "linux-image-$k612" >/dev/null)
+		rm -rf "$CACHE/images/$k612"
+		dpkg-deb -x "$dl"/*.deb "$CACHE/images/$k612"
+		rm -rf "$dl"
+		touch "$CACHE/images/$k612/.unpacked"
+	fi
+	echo "$k612" > "$CACHE/kernels/amd64-6.12"
 fi
-echo "$k612" > "$CACHE/kernels/amd64-6.12"
 
 # A debootstrap chroot of SUITE with COMPILER, make and the headers of
 # KVER, and what the DKMS and install tests need there (dkms, gcc,
@@ -367,21 +423,23 @@ fi
 # arm64: image, headers (made self-contained: their Makefile includes the
 # common headers by absolute path, rewritten to the cache; their scripts
 # are the host's linux-kbuild of the same major version) and busybox.
-karm=$(meta_release linux-image-arm64:arm64/"$REL" arm64) ||
-	{ log "no linux-image-arm64 in $REL"; exit 1; }
-unpack_pkgs "$CACHE/arm64/image-$karm" "linux-image-$karm:arm64"
-hdr=$CACHE/arm64/headers-$karm
-unpack_pkgs "$hdr" "linux-headers-$karm:arm64" "linux-headers-${karm%-arm64}-common"
-kb=$(readlink "$hdr/usr/src/linux-headers-$karm/scripts")	# ../../lib/linux-kbuild-X/scripts
-kb=${kb#../../lib/}
-kb=${kb%%/*}
-[ -d "/usr/lib/$kb" ] || { log "arm64 headers want /usr/lib/$kb: not installed"; exit 1; }
-mkdir -p "$hdr/usr/lib"
-ln -sfn "/usr/lib/$kb" "$hdr/usr/lib/$kb"
-sed -i "s|^include /usr/src/|include $hdr/usr/src/|" \
-	"$hdr/usr/src/linux-headers-$karm/Makefile"
-unpack_pkgs "$CACHE/arm64/busybox-static" busybox-static:arm64
-echo "$karm" > "$CACHE/kernels/arm64"
+if want arm64; then
+	karm=$(meta_release linux-image-arm64:arm64/"$REL" arm64) ||
+		{ log "no linux-image-arm64 in $REL"; exit 1; }
+	unpack_pkgs "$CACHE/arm64/image-$karm" "linux-image-$karm:arm64"
+	hdr=$CACHE/arm64/headers-$karm
+	unpack_pkgs "$hdr" "linux-headers-$karm:arm64" "linux-headers-${karm%-arm64}-common"
+	kb=$(readlink "$hdr/usr/src/linux-headers-$karm/scripts")	# ../../lib/linux-kbuild-X/scripts
+	kb=${kb#../../lib/}
+	kb=${kb%%/*}
+	[ -d "/usr/lib/$kb" ] || { log "arm64 headers want /usr/lib/$kb: not installed"; exit 1; }
+	mkdir -p "$hdr/usr/lib"
+	ln -sfn "/usr/lib/$kb" "$hdr/usr/lib/$kb"
+	sed -i "s|^include /usr/src/|include $hdr/usr/src/|" \
+		"$hdr/usr/src/linux-headers-$karm/Makefile"
+	unpack_pkgs "$CACHE/arm64/busybox-static" busybox-static:arm64
+	echo "$karm" > "$CACHE/kernels/arm64"
+fi
 
-echo "$SELF_SUM" > "$STAMP"
+echo "$SELF_SUM" >> "$STAMP"
 log "all present"

@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "format.h"
 
-#define STATE_WIDTH	8	/* "RUNNABLE", "SLEEPING" */
+#define STATE_WIDTH	8	/* "runnable", "sleeping" */
+#define TIME_MAX	32	/* a SINCE or AGE cell: ns, duration, wall */
 
 #define NS_PER_US	1000ULL
 #define NS_PER_MS	1000000ULL
@@ -183,9 +185,57 @@ bad:
 	return -EINVAL;
 }
 
+static const char *const state_names[TASKSTATE_NR_STATES] = {
+	[TASKSTATE_NONE] = "none", [TASKSTATE_RUNNING] = "running",
+	[TASKSTATE_RUNNABLE] = "runnable", [TASKSTATE_SLEEPING] = "sleeping",
+	[TASKSTATE_BLOCKED] = "blocked", [TASKSTATE_STOPPED] = "stopped",
+	[TASKSTATE_TRACED] = "traced", [TASKSTATE_DEAD] = "dead",
+};
+
+const char *ts_state_name(unsigned int state)
+{
+	return state < TASKSTATE_NR_STATES ? state_names[state] : "?";
+}
+
+const char *ts_total_name(unsigned int total)
+{
+	static const char *const names[TASKSTATE_MAP_NR_TOTALS] = {
+		[TASKSTATE_TOTAL_RUNNING] = "running",
+		[TASKSTATE_TOTAL_RUNNABLE] = "runnable",
+		[TASKSTATE_TOTAL_SLEEPING] = "sleeping",
+		[TASKSTATE_TOTAL_BLOCKED] = "blocked",
+		[TASKSTATE_TOTAL_OTHER] = "other",
+	};
+
+	return total < TASKSTATE_MAP_NR_TOTALS ? names[total] : "?";
+}
+
+/* A letter of ps's STAT column as a mask of states, 0 if none. */
+static unsigned int ps_letter(const char *s)
+{
+	if (!s[0] || s[1])
+		return 0;
+	switch (s[0]) {
+	case 'R':
+		return 1U << TASKSTATE_RUNNING | 1U << TASKSTATE_RUNNABLE;
+	case 'S':
+		return 1U << TASKSTATE_SLEEPING;
+	case 'D':
+		return 1U << TASKSTATE_BLOCKED;
+	case 'T':
+		return 1U << TASKSTATE_STOPPED;
+	case 't':
+		return 1U << TASKSTATE_TRACED;
+	case 'Z':
+	case 'X':
+		return 1U << TASKSTATE_DEAD;
+	}
+	return 0;
+}
+
 int parse_state_list(const char *s, unsigned int *mask)
 {
-	unsigned int m = 0;
+	unsigned int m = 0, letter;
 	char name[16];
 	const char *p;
 	int state;
@@ -197,10 +247,15 @@ int parse_state_list(const char *s, unsigned int *mask)
 			return -EINVAL;
 		memcpy(name, p, len);
 		name[len] = '\0';
-		state = taskstate_state_from_name(name);
-		if (state < 0)
-			return -EINVAL;
-		m |= 1U << state;
+		letter = ps_letter(name);
+		if (letter) {
+			m |= letter;
+		} else {
+			state = taskstate_state_from_name(name);
+			if (state < 0)
+				return -EINVAL;
+			m |= 1U << state;
+		}
 		p += len;
 		if (!*p)
 			break;
@@ -292,15 +347,9 @@ void sort_rows(struct ts_row *rows, size_t n, enum ts_sort key)
 	qsort(rows, n, sizeof(*rows), cmp[key]);
 }
 
-bool row_is_stuck(const struct ts_row *r, uint64_t stuck_ns)
+bool row_is_stuck(const struct ts_row *r, uint64_t stuck_ns, unsigned int mask)
 {
-	switch (r->d.state) {
-	case TASKSTATE_NONE:
-	case TASKSTATE_RUNNING:
-	case TASKSTATE_RUNNABLE:
-		return false;
-	}
-	return r->d.age_ns > stuck_ns;
+	return (mask & (1U << r->d.state)) && r->d.age_ns > stuck_ns;
 }
 
 static int digits(uint64_t v)
@@ -320,31 +369,65 @@ static void widen(int *width, int w)
 		*width = w;
 }
 
-/* SINCE and AGE of r as shown: ns, or durations. */
-static void row_times(const struct ts_row *r, bool ns, char *since, char *age)
+int64_t ts_wall_offset_ns(void)
 {
-	if (ns) {
-		snprintf(since, TS_DURATION_MAX + 8, "%" PRIu64, r->d.since_ns);
-		snprintf(age, TS_DURATION_MAX + 8, "%" PRIu64, r->d.age_ns);
-	} else {
-		format_duration(since, TS_DURATION_MAX + 8, r->d.since_ns);
-		format_duration(age, TS_DURATION_MAX + 8, r->d.age_ns);
+	struct timespec rt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	return (int64_t)rt.tv_sec * (int64_t)NS_PER_S + rt.tv_nsec -
+	       (int64_t)taskstate_now_ns();
+}
+
+/*
+ * A CLOCK_BOOTTIME stamp as wall-clock time, to the ms: local time for a
+ * table, "2026-01-31T23:59:59.123", or UTC for JSON, with a 'Z'.
+ */
+static void wall_time(char *buf, size_t len, uint64_t boot_ns,
+		      int64_t offset_ns, bool utc)
+{
+	int64_t ns = (int64_t)boot_ns + offset_ns;
+	time_t sec = ns / (int64_t)NS_PER_S;
+	struct tm tm;
+	size_t n;
+
+	if (ns < 0 || !(utc ? gmtime_r(&sec, &tm) : localtime_r(&sec, &tm))) {
+		snprintf(buf, len, "?");
+		return;
 	}
+	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%03d%s",
+		 (int)(ns % (int64_t)NS_PER_S / (int64_t)NS_PER_MS), utc ? "Z" : "");
+}
+
+/* SINCE and AGE of r as shown: ns, or durations; SINCE maybe wall time. */
+static void row_times(const struct ts_row *r, const struct ts_widths *w,
+		      char *since, char *age)
+{
+	if (w->ns) {
+		snprintf(since, TIME_MAX, "%" PRIu64, r->d.since_ns);
+		snprintf(age, TIME_MAX, "%" PRIu64, r->d.age_ns);
+	} else {
+		format_duration(since, TIME_MAX, r->d.since_ns);
+		format_duration(age, TIME_MAX, r->d.age_ns);
+	}
+	if (w->wall)
+		wall_time(since, TIME_MAX, r->d.since_ns, w->wall_offset_ns,
+			  false);
 }
 
 void table_widths(const struct ts_row *rows, size_t n, struct ts_widths *w)
 {
-	char since[TS_DURATION_MAX + 8], age[TS_DURATION_MAX + 8];
+	char since[TIME_MAX], age[TIME_MAX];
 	size_t i;
 
 	w->tid = 3;	/* the header names */
 	w->tgid = 4;
-	w->since = w->ns ? 8 : 5;
+	w->since = w->ns && !w->wall ? 8 : 5;
 	w->age = w->ns ? 6 : 3;
 	for (i = 0; i < n; i++) {
 		widen(&w->tid, digits(rows[i].tid));
 		widen(&w->tgid, digits(rows[i].tgid));
-		row_times(&rows[i], w->ns, since, age);
+		row_times(&rows[i], w, since, age);
 		widen(&w->since, strlen(since));
 		widen(&w->age, strlen(age));
 	}
@@ -354,7 +437,7 @@ int format_header(char *buf, size_t len, const struct ts_widths *w)
 {
 	return snprintf(buf, len, "%*s %*s %-*s %*s %*s COMM",
 			w->tid, "TID", w->tgid, "TGID", STATE_WIDTH, "STATE",
-			w->since, w->ns ? "SINCE_NS" : "SINCE",
+			w->since, w->ns && !w->wall ? "SINCE_NS" : "SINCE",
 			w->age, w->ns ? "AGE_NS" : "AGE");
 }
 
@@ -380,20 +463,17 @@ static const char *state_color(unsigned int state)
 int format_row(char *buf, size_t len, const struct ts_row *r,
 	       const struct ts_widths *w)
 {
-	char since[TS_DURATION_MAX + 8], age[TS_DURATION_MAX + 8];
 	const char *color = w->color ? state_color(r->d.state) : NULL;
+	char since[TIME_MAX], age[TIME_MAX];
 	char comm[TS_COMM_MAX];
-	size_t i;
 
-	for (i = 0; i < sizeof(comm) - 1 && r->comm[i]; i++)
-		comm[i] = iscntrl((unsigned char)r->comm[i]) ? '?' : r->comm[i];
-	comm[i] = '\0';
-	row_times(r, w->ns, since, age);
+	ts_sanitize(comm, sizeof(comm), r->comm);
+	row_times(r, w, since, age);
 
 	return snprintf(buf, len, "%*" PRIu32 " %*" PRIu32 " %s%-*s%s %*s %*s %s",
 			w->tid, r->tid, w->tgid, r->tgid,
 			color ? color : "", STATE_WIDTH,
-			taskstate_state_name(r->d.state), color ? "\033[39m" : "",
+			ts_state_name(r->d.state), color ? "\033[39m" : "",
 			w->since, since, w->age, age,
 			r->has_comm ? comm : "-");
 }
@@ -421,6 +501,60 @@ static size_t utf8_len(const unsigned char *s)
 		if (s[i] < lo || s[i] > hi)	/* also stops at the NUL */
 			return 0;
 	return n;
+}
+
+/* The UTF-8 sequence of n bytes at s is a control character: C0, DEL, C1. */
+static bool utf8_control(const unsigned char *s, size_t n)
+{
+	if (n == 1)
+		return s[0] < 0x20 || s[0] == 0x7f;
+	return n == 2 && s[0] == 0xc2 && s[1] < 0xa0;
+}
+
+char *ts_sanitize(char *out, size_t len, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0, n;
+
+	if (!len)
+		return out;
+	for (; *p; p += n) {
+		n = utf8_len(p);
+		if (!n || utf8_control(p, n)) {
+			n = n ? n : 1;
+			if (o + 1 >= len)
+				break;
+			out[o++] = '?';
+			continue;
+		}
+		if (o + n >= len)
+			break;
+		memcpy(out + o, p, n);
+		o += n;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+void prom_put_label(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	for (; *p; p += n) {
+		n = utf8_len(p);
+		if (n == 1 && (*p == '\\' || *p == '"')) {
+			putc('\\', f);
+			putc(*p, f);
+		} else if (n == 1 && *p == '\n') {
+			fputs("\\n", f);
+		} else if (!n || utf8_control(p, n)) {
+			fputs("\xef\xbf\xbd", f);	/* U+FFFD */
+			n = n ? n : 1;
+		} else {
+			fwrite(p, 1, n, f);
+		}
+	}
 }
 
 void json_put_string(FILE *f, const char *s)
@@ -452,8 +586,10 @@ void json_put_string(FILE *f, const char *s)
 	putc('"', f);
 }
 
-void print_json(FILE *f, const struct ts_row *rows, size_t n)
+void print_json(FILE *f, const struct ts_row *rows, size_t n,
+		const struct ts_widths *w)
 {
+	char wall[TIME_MAX];
 	size_t i;
 
 	fputs("{\"threads\": [", f);
@@ -461,10 +597,15 @@ void print_json(FILE *f, const struct ts_row *rows, size_t n)
 		const struct ts_row *r = &rows[i];
 
 		fprintf(f, "%s\n  {\"tid\": %" PRIu32 ", \"tgid\": %" PRIu32
-			", \"state\": \"%s\", \"since_ns\": %" PRIu64
-			", \"age_ns\": %" PRIu64 ", \"comm\": ",
+			", \"state\": \"%s\", \"since_ns\": %" PRIu64,
 			i ? "," : "", r->tid, r->tgid,
-			taskstate_state_name(r->d.state), r->d.since_ns, r->d.age_ns);
+			ts_state_name(r->d.state), r->d.since_ns);
+		if (w && w->wall) {
+			wall_time(wall, sizeof(wall), r->d.since_ns,
+				  w->wall_offset_ns, true);
+			fprintf(f, ", \"since_wall\": \"%s\"", wall);
+		}
+		fprintf(f, ", \"age_ns\": %" PRIu64 ", \"comm\": ", r->d.age_ns);
 		if (r->has_comm)
 			json_put_string(f, r->comm);
 		else

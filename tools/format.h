@@ -38,7 +38,16 @@ struct ts_widths {
 	int tid, tgid, since, age;
 	bool ns;		/* SINCE_NS, AGE_NS in ns; else SINCE, AGE */
 	bool color;		/* state names in colour (a terminal) */
+	/*
+	 * wall_offset_ns set: SINCE as local wall-clock time, the word's
+	 * CLOCK_BOOTTIME stamp plus this (CLOCK_REALTIME - CLOCK_BOOTTIME).
+	 */
+	bool wall;
+	int64_t wall_offset_ns;
 };
+
+/* CLOCK_REALTIME - CLOCK_BOOTTIME now, for ts_widths.wall_offset_ns. */
+int64_t ts_wall_offset_ns(void);
 
 /* Which rows show and watch list: a row must match every field set. */
 struct ts_filter {
@@ -49,6 +58,12 @@ struct ts_filter {
 	unsigned int states;	/* --state: bit (1 << state), 0 for any */
 	uint64_t min_age_ns;	/* --min-age */
 };
+
+/* How SINCE is shown: time since boot, or wall-clock time (--since). */
+enum ts_since { TS_SINCE_BOOT, TS_SINCE_WALL };
+
+/* Refreshes of watch and top: never more often than this. */
+#define TS_MIN_DELAY_MS	100
 
 /* watch's orders (-o). */
 enum ts_sort { TS_SORT_STUCK, TS_SORT_AGE, TS_SORT_STATE, TS_SORT_TID };
@@ -62,8 +77,11 @@ enum ts_sort { TS_SORT_STUCK, TS_SORT_AGE, TS_SORT_STATE, TS_SORT_TID };
  */
 int parse_num(const char *s, uint64_t min, uint64_t max, uint64_t *val);
 
-/* true when r waits (not NONE, RUNNING, RUNNABLE) for more than stuck_ns. */
-bool row_is_stuck(const struct ts_row *r, uint64_t stuck_ns);
+/*
+ * true when r is in one of the states of mask (bits 1 << TASKSTATE_*;
+ * watch's default: TASKSTATE_STUCK_MASK, BLOCKED) for more than stuck_ns.
+ */
+bool row_is_stuck(const struct ts_row *r, uint64_t stuck_ns, unsigned int mask);
 
 /*
  * A duration: a number, a fraction allowed, with a unit (ns, us, ms, s, m,
@@ -84,8 +102,44 @@ int format_duration(char *buf, size_t len, uint64_t ns);
  */
 int parse_id_list(const char *s, uint32_t **ids, size_t *n);
 
-/* "blocked,stopped" (any case) as a mask of (1 << state); -EINVAL. */
+/*
+ * The command's one spelling of the states, lowercase: "running",
+ * "runnable", "sleeping", "blocked", "stopped", "traced", "dead", "none";
+ * "?" out of range.
+ */
+const char *ts_state_name(unsigned int state);
+
+/*
+ * The per-state totals (TASKSTATE_TOTAL_*) in the same spelling:
+ * "running", "runnable", "sleeping", "blocked", "other" (stopped, traced
+ * or dead); "?" out of range.
+ */
+const char *ts_total_name(unsigned int total);
+
+/*
+ * "blocked,stopped" as a mask of (1 << state): state names in any case,
+ * or the letters of ps(1)'s STAT column, case-sensitive: R (running and
+ * runnable), S sleeping, D blocked, T stopped, t traced, Z and X dead.
+ * Returns 0 or -EINVAL.
+ */
 int parse_state_list(const char *s, unsigned int *mask);
+
+/*
+ * A thread name (or any text from outside) as a terminal may show it, as
+ * ps and top do: every control character (C0, DEL, and C1 in UTF-8) and
+ * every byte that is not part of valid UTF-8 becomes one '?'.  out gets
+ * at most len - 1 bytes and a NUL, never a sequence cut in two; out may
+ * not be s.  Returns out.
+ */
+char *ts_sanitize(char *out, size_t len, const char *s);
+
+/*
+ * s as a Prometheus label value (inside the quotes): valid UTF-8 always,
+ * '\\', '"' and line feed escaped as the text format says; every other
+ * control character and every byte not part of valid UTF-8 becomes
+ * U+FFFD.
+ */
+void prom_put_label(FILE *f, const char *s);
 
 bool row_matches(const struct ts_filter *f, const struct ts_row *r);
 
@@ -99,8 +153,8 @@ void table_widths(const struct ts_row *rows, size_t n, struct ts_widths *w);
 /*
  * "TID TGID STATE SINCE_NS AGE_NS COMM" (with w->ns, else "... SINCE AGE
  * ...") and one row under it, no newline.
- * Control characters of a comm are shown as '?', an unreadable comm as
- * '-'.  Return what snprintf() returns.
+ * The comm through ts_sanitize(), an unreadable comm as '-'.  Return
+ * what snprintf() returns.
  */
 int format_header(char *buf, size_t len, const struct ts_widths *w);
 int format_row(char *buf, size_t len, const struct ts_row *r,
@@ -115,8 +169,9 @@ void json_put_string(FILE *f, const char *s);
 /*
  * One JSON object, {"threads": [...]}, the array with one object per row
  * and line: {"tid","tgid","state","since_ns","age_ns","comm"}, comm null
- * if unreadable.
+ * if unreadable; with wall, "since_wall" (ISO 8601, UTC) after since_ns.
  */
-void print_json(FILE *f, const struct ts_row *rows, size_t n);
+void print_json(FILE *f, const struct ts_row *rows, size_t n,
+		const struct ts_widths *w);
 
 #endif /* TASKSTATE_FORMAT_H */

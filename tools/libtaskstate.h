@@ -193,11 +193,12 @@ int taskstate_comm(unsigned int tid, char *buf, size_t len);
 /*
  * Stuck-worker detection (tools/stuck.c): which of n located threads
  * (taskstate_locate()) have been in one of the states of state_mask
- * (bits 1 << TASKSTATE_*; 0 means TASKSTATE_STUCK_MASK, BLOCKED or
- * SLEEPING) for longer than threshold_ns.  Reads only the mapping and the
- * clock once per call (vDSO): no system call per thread checked.
+ * (bits 1 << TASKSTATE_*; 0 means TASKSTATE_STUCK_MASK, BLOCKED, as
+ * the kernel's hung-task detector counts) for longer than threshold_ns.
+ * Reads only the mapping and the clock once per call (vDSO): no system
+ * call per thread checked.
  */
-#define TASKSTATE_STUCK_MASK	((1U << TASKSTATE_BLOCKED) | (1U << TASKSTATE_SLEEPING))
+#define TASKSTATE_STUCK_MASK	(1U << TASKSTATE_BLOCKED)
 
 struct taskstate_stuck {
 	uint32_t which;		/* index into the locations passed */

@@ -38,45 +38,56 @@ static const char main_help[] =
 "Track threads and show their scheduling state from /dev/taskstate.\n"
 "\n"
 "Commands:\n"
-"  track [-p] ID        start tracking a thread, or with -p a process\n"
-"  untrack [-p] ID      stop tracking a thread, or with -p a process\n"
-"  show [SELECTION] [--ns] [--json]\n"
+"  track (-p PIDS | -t TIDS)\n"
+"                       start tracking processes or threads\n"
+"  untrack (-p PIDS | -t TIDS)\n"
+"                       stop tracking processes or threads\n"
+"  show [SELECTION] [--since wall] [--ns] [-J]\n"
 "                       list the tracked threads\n"
 "  watch [SELECTION] [-d DURATION] [-n N] [-s DURATION] [-o KEY]\n"
 "                       list them again and again, like top\n"
-"  top [-p PID] [-d DURATION] [-n N] [-o KEY] [--json]\n"
+"  top [-p PIDS] [-t TIDS] [--process] [-d DURATION] [-n N] [-o KEY] [-J]\n"
 "                       the share of each interval spent in each state\n"
-"  metrics [-p PID] [-o FILE]\n"
-"                       per-process time in each state, for Prometheus\n"
-"  info                 show what the module is and holds\n"
+"  metrics [-p PIDS] [--group-by KEY] [--output FILE]\n"
+"                       time and threads in each state, for Prometheus\n"
+"  info [-J]            show what the module is and holds\n"
 "\n"
 "Options:\n"
 "  -h, --help           show this help\n"
-"      --version        show the version\n"
+"  -V, --version        show the version\n"
 "\n"
 "'taskstate COMMAND --help' describes a command; man taskstate, all of\n"
-"them.  Opening the device needs CAP_PERFMON or CAP_SYS_ADMIN;\n"
-"TASKSTATE_DEV overrides its path.  Colours only on a terminal, and\n"
-"never with NO_COLOR set.\n"
+"them.  States are named running, runnable, sleeping, blocked, stopped,\n"
+"traced, dead (and none); where a list of states is read, ps's letters\n"
+"R S D T t Z X are understood too.  Opening the device needs CAP_PERFMON\n"
+"or CAP_SYS_ADMIN; TASKSTATE_DEV overrides its path.  Colours only on a\n"
+"terminal, and never with NO_COLOR set.  Thread names are shown with\n"
+"control characters and bytes that are not UTF-8 as '?'.\n"
 "Exit status: 0 success, 1 error, 2 usage error.\n";
 
+#define COMMON_HELP \
+"  -h, --help                 show this help\n" \
+"  -V, --version              show the version\n"
+
 static const char track_help[] =
-"Usage: taskstate track [-p] ID\n"
+"Usage: taskstate track (-p PIDS | -t TIDS)\n"
 "\n"
-"Start tracking thread ID.\n"
+"Start tracking processes (all their threads, their future threads and\n"
+"their children) or threads.\n"
 "\n"
-"  -p, --process   ID is a process: track all its threads, its future\n"
-"                  threads and its children\n"
-"  -h, --help      show this help\n";
+"  -p, --pid PID[,PID...]     these processes\n"
+"  -t, --tid TID[,TID...]     these threads\n"
+COMMON_HELP;
 
 static const char untrack_help[] =
-"Usage: taskstate untrack [-p] ID\n"
+"Usage: taskstate untrack (-p PIDS | -t TIDS)\n"
 "\n"
-"Stop tracking thread ID.\n"
+"Stop tracking processes (all their threads, and their future threads\n"
+"and children) or threads.\n"
 "\n"
-"  -p, --process   ID is a process: untrack all its threads and stop\n"
-"                  tracking its future threads and children\n"
-"  -h, --help      show this help\n";
+"  -p, --pid PID[,PID...]     these processes\n"
+"  -t, --tid TID[,TID...]     these threads\n"
+COMMON_HELP;
 
 #define SELECTION_HELP \
 "  -p, --pid PID[,PID...]     only the threads of these processes\n" \
@@ -84,42 +95,46 @@ static const char untrack_help[] =
 "      --state STATE[,STATE...]\n" \
 "                             only threads in one of these states\n" \
 "      --min-age DURATION     only threads in their state for at least\n" \
-"                             DURATION (a bare number is seconds)\n"
+"                             DURATION\n"
 
 #define DURATION_HELP \
 "A DURATION is a number with a unit, ns us ms s m h d, a fraction\n" \
-"allowed, or several: 500ms, 1.5s, 1h30m.\n"
+"allowed, or several: 500ms, 1.5s, 1h30m; a bare number is seconds.\n"
 
 static const char show_help[] =
-"Usage: taskstate show [SELECTION] [--ns] [--json]\n"
+"Usage: taskstate show [SELECTION] [--since boot|wall] [--ns] [-J]\n"
 "\n"
 "List the tracked threads, sorted by TID:\n"
 "  TID TGID STATE SINCE AGE COMM\n"
 "SINCE is when the thread entered STATE, as the time since boot\n"
-"(CLOCK_BOOTTIME), AGE how long it has been in it, as durations\n"
-"(1.9s, 3m12s, 2h05m).  COMM is '-' for a thread gone.  The selection\n"
-"options combine: a thread is listed if it matches all.\n"
+"(CLOCK_BOOTTIME) or, with --since wall, as local wall-clock time;\n"
+"AGE how long it has been in it, as durations (1.9s, 3m12s, 2h05m).\n"
+"COMM is '-' for a thread gone.  The selection options combine: a\n"
+"thread is listed if it matches all.\n"
 "\n"
 SELECTION_HELP
+"      --since boot|wall      SINCE as time since boot (the default) or\n"
+"                             as wall-clock time (2026-01-31T23:59:59.123)\n"
 "      --ns                   SINCE_NS and AGE_NS, in ns\n"
-"      --json                 one JSON object {\"threads\": [...]}, one\n"
+"  -J, --json                 one JSON object {\"threads\": [...]}, one\n"
 "                             object per thread with the keys tid, tgid,\n"
-"                             state, since_ns, age_ns and comm (null if\n"
+"                             state, since_ns (since_wall, UTC, with\n"
+"                             --since wall), age_ns and comm (null if\n"
 "                             gone)\n"
-"  -h, --help                 show this help\n"
+COMMON_HELP
 "\n"
 DURATION_HELP;
 
 static const char watch_help[] =
 "Usage: taskstate watch [SELECTION] [-d DURATION] [-n N] [-s DURATION]\n"
-"                       [-o KEY] [--ns] [--no-map]\n"
+"                       [--stuck-states STATES] [-o KEY] [--ns] [--no-map]\n"
 "\n"
 "List the tracked threads every delay, with the number in each state.\n"
-"A thread waiting (SLEEPING, BLOCKED, STOPPED, TRACED or DEAD) for longer\n"
-"than the --stuck time is marked with '!' (and listed first by default).\n"
-"On a terminal the screen is redrawn in place: q or Ctrl-C quits, any\n"
-"other key refreshes.  Otherwise each refresh prints a block of plain\n"
-"lines, blocks separated by an empty line.\n"
+"A thread in a stuck state (blocked, unless --stuck-states says more)\n"
+"for longer than the --stuck time is marked with '!' (and listed first\n"
+"by default).  On a terminal the screen is redrawn in place: q or Ctrl-C\n"
+"quits, any other key refreshes.  Otherwise each refresh prints a block\n"
+"of plain lines, blocks separated by an empty line.\n"
 "\n"
 "The words are read through a read-only mapping of the module's entries,\n"
 "without a system call per refresh, when the module allows it (the\n"
@@ -127,89 +142,112 @@ static const char watch_help[] =
 "says which.\n"
 "\n"
 SELECTION_HELP
-"  -s, --stuck DURATION       mark threads waiting longer (1s; a bare\n"
-"                             number is ms)\n"
-"  -d, --delay DURATION       refresh every DURATION (1s; a bare number\n"
-"                             is seconds, as in top)\n"
+"  -s, --stuck DURATION       mark threads stuck for longer (1s)\n"
+"      --stuck-states STATE[,STATE...]\n"
+"                             the states that count as stuck (blocked)\n"
+"  -d, --delay DURATION       refresh every DURATION (1s; at least 100ms)\n"
 "  -n, --count N              stop after N refreshes\n"
 "  -o, --sort KEY             stuck (stuck first, the default), age\n"
 "                             (longest first), state, or tid\n"
 "      --ns                   SINCE_NS and AGE_NS, in ns\n"
 "      --no-map               always use the LIST ioctl\n"
-"  -h, --help                 show this help\n"
+COMMON_HELP
 "\n"
 DURATION_HELP;
 
 static const char top_help[] =
-"Usage: taskstate top [-p PID] [-d DURATION] [-n N] [-o KEY] [--json]\n"
+"Usage: taskstate top [-p PIDS] [-t TIDS] [--process] [-d DURATION] [-n N]\n"
+"                     [-o KEY] [-J]\n"
 "\n"
 "Every delay, per tracked thread, the share of the interval it spent in\n"
 "each state, from the module's per-state totals:\n"
 "  TID TGID STATE RUN% WAIT% SLEEP% BLOCK% OTHER% COMM\n"
-"RUN is on a CPU, WAIT runnable on a run queue, SLEEP interruptible\n"
-"sleep, BLOCK uninterruptible, OTHER stopped, traced or dead.  On a\n"
-"terminal the screen is redrawn in place (Ctrl-C quits); otherwise each\n"
-"refresh is a block of lines, blocks separated by an empty line.\n"
+"RUN is running on a CPU, WAIT runnable on a run queue, SLEEP sleeping\n"
+"(interruptible), BLOCK blocked (uninterruptible), OTHER stopped, traced\n"
+"or dead.  With --process, one row per process, the sum over its threads\n"
+"(PID THREADS STATE ...; a share above 100% is more than one thread's\n"
+"worth).  On a terminal the screen is redrawn in place (Ctrl-C quits);\n"
+"otherwise each refresh is a block of lines, blocks separated by an\n"
+"empty line.\n"
 "\n"
-"  -p, --pid PID              only the threads of process PID\n"
-"  -d, --delay DURATION       refresh every DURATION (1s; a bare number\n"
-"                             is seconds, as in top)\n"
+"  -p, --pid PID[,PID...]     only the threads of these processes\n"
+"  -t, --tid TID[,TID...]     only these threads\n"
+"      --process              one row per process\n"
+"  -d, --delay DURATION       refresh every DURATION (1s; at least 100ms)\n"
 "  -n, --count N              stop after N refreshes\n"
-"  -o, --sort KEY             run (the default), wait, sleep, block or\n"
-"                             other (largest share first), or tid\n"
-"      --json                 one JSON object per refresh and line:\n"
+"  -o, --sort KEY             running (the default), runnable, sleeping,\n"
+"                             blocked or other (largest share first), or\n"
+"                             tid\n"
+"  -J, --json                 one JSON object per refresh and line:\n"
 "                             time_ns, interval_ns, threads (tid, tgid,\n"
-"                             state, run_ns, wait_ns, sleep_ns, block_ns,\n"
-"                             other_ns, comm: null if gone)\n"
-"  -h, --help                 show this help\n";
+"                             state, running_ns, runnable_ns, sleeping_ns,\n"
+"                             blocked_ns, other_ns, comm: null if gone);\n"
+"                             with --process, processes (pid, threads,\n"
+"                             ...)\n"
+COMMON_HELP
+"\n"
+DURATION_HELP;
 
 static const char metrics_help[] =
-"Usage: taskstate metrics [-p PID] [-o FILE]\n"
+"Usage: taskstate metrics [-p PIDS] [--group-by KEY] [--output FILE]\n"
 "\n"
-"Print the Prometheus text exposition format: per process, the seconds\n"
-"its tracked threads spent in each state (a counter,\n"
-"taskstate_process_state_seconds_total, state running, runnable,\n"
-"sleeping, blocked or other) and how many are in each state now (a\n"
-"gauge, taskstate_process_threads).  The counter keeps the time of the\n"
-"threads that exited: it goes down only when the process ends.\n"
+"Print the Prometheus text exposition format (man taskstate lists the\n"
+"series): per process, the seconds its tracked threads spent in each\n"
+"state (taskstate_state_seconds_total, a counter), how many are in each\n"
+"state now (taskstate_threads) and for how long the oldest has been\n"
+"(taskstate_oldest_seconds); and the module's health: threads tracked,\n"
+"threads left untracked for want of slots, totals on or off, versions.\n"
 "\n"
-"  -p, --pid PID          only process PID\n"
-"  -o, --output FILE      write FILE atomically (a temporary file renamed\n"
-"                         over it), e.g. for node_exporter's textfile\n"
-"                         collector\n"
-"  -h, --help             show this help\n";
+"  -p, --pid PID[,PID...]     only these processes\n"
+"      --group-by KEY         one series per pid (the default, labels pid\n"
+"                             and comm), comm, or cgroup (v2 path)\n"
+"      --output FILE          write FILE atomically (a temporary file\n"
+"                             renamed over it), mode 0644, e.g. for\n"
+"                             node_exporter's textfile collector\n"
+COMMON_HELP;
 
 static const char info_help[] =
-"Usage: taskstate info\n"
+"Usage: taskstate info [-J]\n"
 "\n"
 "Show what the module is and holds, one 'key: value' per line.  The last,\n"
 "watch_reads, says how 'taskstate watch' reads the words here: 'mmap', or\n"
 "'ioctl' and why the mapping cannot be used.\n"
 "\n"
-"  -h, --help      show this help\n";
+"  -J, --json                 one JSON object, the same keys\n"
+COMMON_HELP;
 
 static void usage_error(const struct command *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 
+/* The message quotes what the user typed: shown through ts_sanitize(). */
 static void usage_error(const struct command *cmd, const char *fmt, ...)
 {
+	char msg[512], safe[512];
 	va_list ap;
 
-	if (cmd && cmd->name)
-		fprintf(stderr, "taskstate %s: ", cmd->name);
-	else
-		fputs("taskstate: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputs(" (see --help)\n", stderr);
+	fprintf(stderr, "taskstate%s%s: %s (see --help)\n",
+		cmd && cmd->name ? " " : "", cmd && cmd->name ? cmd->name : "",
+		ts_sanitize(safe, sizeof(safe), msg));
 	exit(EXIT_USAGE);
 }
 
+enum {
+	OPT_NS = 256, OPT_STATE, OPT_MIN_AGE, OPT_NO_MAP, OPT_SINCE,
+	OPT_STUCK_STATES, OPT_PROCESS, OPT_GROUP_BY, OPT_OUTPUT,
+};
+
+/* In every command's options, and "hV" in its optstring. */
+#define COMMON_OPTS \
+	{ "help", no_argument, NULL, 'h' }, \
+	{ "version", no_argument, NULL, 'V' }
+
 /*
  * getopt_long() over a command's arguments: prints the help and exits for
- * -h, exits with a usage error for a bad option, else returns the option
- * (-1 at the end).  optstring must start with ':'.
+ * -h, the version for -V, exits with a usage error for a bad option, else
+ * returns the option (-1 at the end).  optstring must start with ':'.
  */
 static int next_option(const struct command *cmd, int argc, char **argv,
 		       const char *optstring, const struct option *longopts)
@@ -219,6 +257,9 @@ static int next_option(const struct command *cmd, int argc, char **argv,
 	switch (c) {
 	case 'h':
 		fputs(cmd->help, stdout);
+		exit(EXIT_SUCCESS);
+	case 'V':
+		puts("taskstate " TASKSTATE_VERSION);
 		exit(EXIT_SUCCESS);
 	case '?':
 		if (!optopt)
@@ -235,14 +276,11 @@ static int next_option(const struct command *cmd, int argc, char **argv,
 	return c;
 }
 
-/* The positional arguments left after the options: exactly n. */
-static void want_args(const struct command *cmd, int argc, int n,
-		      const char *what)
+/* No positional argument left after the options. */
+static void no_args(const struct command *cmd, int argc, char **argv)
 {
-	if (argc - optind < n)
-		usage_error(cmd, "missing %s", what);
-	if (argc - optind > n)
-		usage_error(cmd, "unexpected argument");
+	if (argc > optind)
+		usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 }
 
 static uint64_t num_arg(const struct command *cmd, const char *what,
@@ -257,12 +295,6 @@ static uint64_t num_arg(const struct command *cmd, const char *what,
 		usage_error(cmd, "%s '%s' is out of range %" PRIu64 "..%" PRIu64,
 			    what, s, min, max);
 	return v;
-}
-
-static unsigned int id_arg(const struct command *cmd, const char *what,
-			   const char *s)
-{
-	return num_arg(cmd, what, s, 1, INT_MAX);
 }
 
 static int open_device(void)
@@ -280,44 +312,6 @@ static int open_device(void)
 	return fd;
 }
 
-static int run_track(const struct command *cmd, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "process", no_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ }
-	};
-	bool untrack = !strcmp(cmd->name, "untrack");
-	bool process = false;
-	unsigned int id;
-	uint64_t nr = 0;
-	int fd, ret;
-
-	while (next_option(cmd, argc, argv, ":hp", longopts) != -1)
-		process = true;		/* -p is the only option left */
-	want_args(cmd, argc, 1, "ID");
-	id = id_arg(cmd, "ID", argv[optind]);
-
-	fd = open_device();
-	if (fd < 0)
-		return EXIT_FAILURE;
-	ret = untrack ? taskstate_untrack(fd, id, process, &nr) :
-			taskstate_track(fd, id, process, &nr);
-	taskstate_close(fd);
-	if (ret < 0) {
-		fprintf(stderr, "taskstate: %s %s %u: %s%s\n", cmd->name,
-			process ? "process" : "thread", id, strerror(-ret),
-			ret == -ENOSPC ? " (table full, see max_threads)" : "");
-		return EXIT_FAILURE;
-	}
-	printf("%sed %" PRIu64 " thread%s ", cmd->name, nr, nr == 1 ? "" : "s");
-	if (process)
-		printf("of process %u\n", id);
-	else
-		printf("(tid %u)\n", id);
-	return EXIT_SUCCESS;
-}
-
 /*
  * The tracked threads matching f as *rows, *n of them, aged at one "now"
  * read after the list: LIST once per process of f->pids, or once for all.
@@ -325,7 +319,7 @@ static int run_track(const struct command *cmd, int argc, char **argv)
  * gave only if a list was cut short) or -errno.
  */
 static int get_rows(int fd, const struct ts_filter *f, uint64_t stuck_ns,
-		    struct ts_row **rows, size_t *n)
+		    unsigned int stuck_mask, struct ts_row **rows, size_t *n)
 {
 	struct taskstate_entry *e = NULL, *part, *tmp;
 	size_t i, nr = 0, k, calls = f->npids ? f->npids : 1;
@@ -366,7 +360,7 @@ static int get_rows(int fd, const struct ts_filter *f, uint64_t stuck_ns,
 		taskstate_decode(e[i].word, now, &row->d);
 		if (!row_matches(f, row))
 			continue;
-		row->stuck = row_is_stuck(row, stuck_ns);
+		row->stuck = row_is_stuck(row, stuck_ns, stuck_mask);
 		row->has_comm = taskstate_comm(e[i].tid, row->comm,
 					       sizeof(row->comm)) >= 0;
 		(*n)++;
@@ -413,7 +407,8 @@ static uint32_t tgid_of(uint32_t tid)
  */
 static int get_rows_mapped(struct taskstate_mapping *m, struct map_owner *owners,
 			   const struct ts_filter *f, uint64_t stuck_ns,
-			   struct ts_row **rows, size_t *n)
+			   unsigned int stuck_mask, struct ts_row **rows,
+			   size_t *n)
 {
 	size_t nr = 0, cap = 256;
 	struct ts_row *r = malloc(cap * sizeof(*r)), *tmp;
@@ -458,7 +453,7 @@ static int get_rows_mapped(struct taskstate_mapping *m, struct map_owner *owners
 		taskstate_decode(r[i].d.since_ns, now, &row->d);
 		if (!row_matches(f, row))
 			continue;
-		row->stuck = row_is_stuck(row, stuck_ns);
+		row->stuck = row_is_stuck(row, stuck_ns, stuck_mask);
 		row->has_comm = taskstate_comm(row->tid, row->comm,
 					       sizeof(row->comm)) >= 0;
 		(*n)++;
@@ -475,27 +470,35 @@ static bool want_color(void)
 	return isatty(STDOUT_FILENO) && !(no && *no);
 }
 
-enum {
-	OPT_JSON = 256, OPT_NS, OPT_STATE, OPT_MIN_AGE, OPT_NO_MAP,
-};
-
+/* A duration: a bare number is seconds, everywhere. */
 static uint64_t duration_arg(const struct command *cmd, const char *what,
-			     const char *s, uint64_t bare_unit_ns)
+			     const char *s)
 {
 	uint64_t ns;
-	int ret = parse_duration(s, bare_unit_ns, &ns);
+	int ret = parse_duration(s, 1000000000ULL, &ns);
 
 	if (ret == -ERANGE)
 		usage_error(cmd, "%s '%s' is too long", what, s);
 	if (ret)
-		usage_error(cmd, "%s '%s' is not a duration (e.g. 500ms, 2s, 1m30s)",
+		usage_error(cmd, "%s '%s' is not a duration (e.g. 500ms, 2, 1m30s)",
 			    what, s);
 	return ns;
 }
 
+static unsigned int state_list_arg(const struct command *cmd,
+				   const char *what, const char *arg)
+{
+	unsigned int mask;
+
+	if (parse_state_list(arg, &mask))
+		usage_error(cmd, "%s '%s' is not states separated by commas (running, runnable, sleeping, blocked, stopped, traced, dead, none, or R S D T t Z X)",
+			    what, arg);
+	return mask;
+}
+
 /*
  * A selection option (-p -t --state --min-age, in the longopts of show
- * and watch) into f: whether c was one.
+ * and watch; -p -t of track, untrack, top) into f: whether c was one.
  */
 static bool selection_option(const struct command *cmd, int c,
 			     const char *arg, struct ts_filter *f)
@@ -514,15 +517,68 @@ static bool selection_option(const struct command *cmd, int c,
 				    arg, INT_MAX);
 		return true;
 	case OPT_STATE:
-		if (parse_state_list(arg, &f->states))
-			usage_error(cmd, "state list '%s' is not names of states separated by commas (%s)",
-				    arg, "RUNNING, RUNNABLE, SLEEPING, BLOCKED, STOPPED, TRACED, DEAD, NONE");
+		f->states = state_list_arg(cmd, "--state", arg);
 		return true;
 	case OPT_MIN_AGE:
-		f->min_age_ns = duration_arg(cmd, "--min-age", arg, 1000000000ULL);
+		f->min_age_ns = duration_arg(cmd, "--min-age", arg);
 		return true;
 	}
 	return false;
+}
+
+static int track_one(const struct command *cmd, int fd, unsigned int id,
+		     bool process)
+{
+	bool untrack = !strcmp(cmd->name, "untrack");
+	uint64_t nr = 0;
+	int ret;
+
+	ret = untrack ? taskstate_untrack(fd, id, process, &nr) :
+			taskstate_track(fd, id, process, &nr);
+	if (ret < 0) {
+		fprintf(stderr, "taskstate: %s %s %u: %s%s\n", cmd->name,
+			process ? "process" : "thread", id, strerror(-ret),
+			ret == -ENOSPC ? " (table full, see max_threads)" : "");
+		return EXIT_FAILURE;
+	}
+	printf("%sed %" PRIu64 " thread%s ", cmd->name, nr, nr == 1 ? "" : "s");
+	if (process)
+		printf("of process %u\n", id);
+	else
+		printf("(tid %u)\n", id);
+	return EXIT_SUCCESS;
+}
+
+/* track and untrack: each process of -p, then each thread of -t. */
+static int run_track(const struct command *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		COMMON_OPTS,
+		{ }
+	};
+	struct ts_filter f = { 0 };
+	int c, fd, status = EXIT_SUCCESS;
+	size_t i;
+
+	while ((c = next_option(cmd, argc, argv, ":hVp:t:", longopts)) != -1)
+		selection_option(cmd, c, optarg, &f);
+	no_args(cmd, argc, argv);
+	if (!f.npids && !f.ntids)
+		usage_error(cmd, "missing -p PIDS or -t TIDS");
+
+	fd = open_device();
+	if (fd < 0)
+		return EXIT_FAILURE;
+	for (i = 0; i < f.npids; i++)
+		status |= track_one(cmd, fd, f.pids[i], true);
+	for (i = 0; i < f.ntids; i++)
+		status |= track_one(cmd, fd, f.tids[i], false);
+	taskstate_close(fd);
+	free(f.pids);
+	free(f.tids);
+	return status;
 }
 
 static int run_show(const struct command *cmd, int argc, char **argv)
@@ -532,9 +588,10 @@ static int run_show(const struct command *cmd, int argc, char **argv)
 		{ "tid", required_argument, NULL, 't' },
 		{ "state", required_argument, NULL, OPT_STATE },
 		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
-		{ "json", no_argument, NULL, OPT_JSON },
+		{ "json", no_argument, NULL, 'J' },
 		{ "ns", no_argument, NULL, OPT_NS },
-		{ "help", no_argument, NULL, 'h' },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		COMMON_OPTS,
 		{ }
 	};
 	struct ts_widths w = { 0 };
@@ -545,20 +602,31 @@ static int run_show(const struct command *cmd, int argc, char **argv)
 	size_t i, n;
 	int c, fd, total;
 
-	while ((c = next_option(cmd, argc, argv, ":hp:t:", longopts)) != -1) {
+	while ((c = next_option(cmd, argc, argv, ":hVp:t:J", longopts)) != -1) {
 		if (selection_option(cmd, c, optarg, &f))
 			continue;
-		if (c == OPT_JSON)
+		switch (c) {
+		case 'J':
 			json = true;
-		else
+			break;
+		case OPT_NS:
 			w.ns = true;
+			break;
+		case OPT_SINCE:
+			if (!strcmp(optarg, "wall"))
+				w.wall = true;
+			else if (strcmp(optarg, "boot"))
+				usage_error(cmd, "--since '%s' is not boot or wall",
+					    optarg);
+			break;
+		}
 	}
-	want_args(cmd, argc, 0, "");
+	no_args(cmd, argc, argv);
 
 	fd = open_device();
 	if (fd < 0)
 		return EXIT_FAILURE;
-	total = get_rows(fd, &f, 0, &rows, &n);
+	total = get_rows(fd, &f, 0, 0, &rows, &n);
 	taskstate_close(fd);
 	free(f.pids);
 	free(f.tids);
@@ -567,9 +635,11 @@ static int run_show(const struct command *cmd, int argc, char **argv)
 		return EXIT_FAILURE;
 	}
 	sort_rows(rows, n, TS_SORT_TID);
+	if (w.wall)
+		w.wall_offset_ns = ts_wall_offset_ns();
 
 	if (json) {
-		print_json(stdout, rows, n);
+		print_json(stdout, rows, n, &w);
 	} else {
 		w.color = want_color();
 		table_widths(rows, n, &w);
@@ -593,6 +663,7 @@ struct watch {
 	struct map_owner *owners;
 	struct ts_filter filter;
 	uint64_t stuck_ns;
+	unsigned int stuck_mask;	/* --stuck-states */
 	int delay_ms;
 	enum ts_sort sort;
 	bool ns;		/* --ns */
@@ -756,7 +827,7 @@ static void draw(struct watch *w, const struct ts_row *rows, size_t n,
 
 	for (s = 0, len = 0; s < TASKSTATE_NR_STATES; s++)
 		len += snprintf(line + len, sizeof(line) - len, "%s%s %" PRIu64,
-				s ? "  " : "", taskstate_state_name(s), count[s]);
+				s ? "  " : "", ts_state_name(s), count[s]);
 	put_line(w, line, NULL);
 
 	table_widths(rows, n, &tw);
@@ -805,9 +876,10 @@ static int watch_loop(struct watch *w)
 	for (first = true; ; first = false) {
 		if (w->map.entries)
 			ret = get_rows_mapped(&w->map, w->owners, &w->filter,
-					      w->stuck_ns, &rows, &n);
+					      w->stuck_ns, w->stuck_mask, &rows, &n);
 		else
-			ret = get_rows(w->fd, &w->filter, w->stuck_ns, &rows, &n);
+			ret = get_rows(w->fd, &w->filter, w->stuck_ns,
+				       w->stuck_mask, &rows, &n);
 		if (ret < 0)
 			return ret;
 		sort_rows(rows, n, w->sort);
@@ -841,6 +913,20 @@ static int watch_map(int fd, struct taskstate_mapping *m, struct map_owner **own
 	return 0;
 }
 
+/*
+ * A refresh delay in ms, raised to TS_MIN_DELAY_MS if shorter (as
+ * procps's watch does): a delay of 0 must not spin.
+ */
+static int delay_arg(const struct command *cmd, const char *s)
+{
+	uint64_t ns = duration_arg(cmd, "--delay", s);
+
+	if (ns / 1000000 > INT_MAX)
+		usage_error(cmd, "--delay '%s' is too long", s);
+	return ns < TS_MIN_DELAY_MS * 1000000ULL ? TS_MIN_DELAY_MS :
+						   (int)(ns / 1000000);
+}
+
 static int run_watch(const struct command *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -849,33 +935,35 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 		{ "state", required_argument, NULL, OPT_STATE },
 		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
 		{ "stuck", required_argument, NULL, 's' },
+		{ "stuck-states", required_argument, NULL, OPT_STUCK_STATES },
 		{ "delay", required_argument, NULL, 'd' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "sort", required_argument, NULL, 'o' },
 		{ "ns", no_argument, NULL, OPT_NS },
 		{ "no-map", no_argument, NULL, OPT_NO_MAP },
-		{ "help", no_argument, NULL, 'h' },
+		COMMON_OPTS,
 		{ }
 	};
-	struct watch w = { .stuck_ns = 1000000000ULL, .delay_ms = 1000 };
+	struct watch w = {
+		.stuck_ns = 1000000000ULL, .stuck_mask = TASKSTATE_STUCK_MASK,
+		.delay_ms = 1000,
+	};
 	bool map = true;
-	uint64_t ns;
 	int c, ret;
 
-	while ((c = next_option(cmd, argc, argv, ":hp:t:s:d:n:o:",
+	while ((c = next_option(cmd, argc, argv, ":hVp:t:s:d:n:o:",
 				longopts)) != -1) {
 		if (selection_option(cmd, c, optarg, &w.filter))
 			continue;
 		switch (c) {
 		case 's':
-			w.stuck_ns = duration_arg(cmd, "--stuck", optarg,
-						  1000000ULL);
+			w.stuck_ns = duration_arg(cmd, "--stuck", optarg);
+			break;
+		case OPT_STUCK_STATES:
+			w.stuck_mask = state_list_arg(cmd, "--stuck-states", optarg);
 			break;
 		case 'd':
-			ns = duration_arg(cmd, "--delay", optarg, 1000000000ULL);
-			if (ns / 1000000 > INT_MAX)
-				usage_error(cmd, "--delay '%s' is too long", optarg);
-			w.delay_ms = ns / 1000000;
+			w.delay_ms = delay_arg(cmd, optarg);
 			break;
 		case 'n':
 			w.count = num_arg(cmd, "--count", optarg, 1, UINT_MAX);
@@ -895,7 +983,7 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 			break;
 		}
 	}
-	want_args(cmd, argc, 0, "");
+	no_args(cmd, argc, argv);
 
 	w.fd = open_device();
 	if (w.fd < 0)
@@ -925,17 +1013,26 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 static int run_info(const struct command *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'J' },
+		COMMON_OPTS,
 		{ }
 	};
 	struct taskstate_info info;
 	struct map_owner *owners = NULL;
 	struct taskstate_mapping m;
-	int fd, ret, map_err = 0;
+	int c, fd, ret, map_err = 0;
+	bool json = false;
+	static const char *const keys[] = {
+		"abi_version", "state_shift", "time_bits", "clock_id",
+		"max_threads", "batch_max", "track_all", "nr_tracked",
+		"nr_untracked", "map_entry_size", "map_layout", "map_entries",
+		"map_size",
+	};
+	size_t i;
 
-	while (next_option(cmd, argc, argv, ":h", longopts) != -1)
-		;
-	want_args(cmd, argc, 0, "");
+	while ((c = next_option(cmd, argc, argv, ":hVJ", longopts)) != -1)
+		json = true;		/* -J is the only option left */
+	no_args(cmd, argc, argv);
 
 	fd = open_device();
 	if (fd < 0)
@@ -953,59 +1050,64 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 		fprintf(stderr, "taskstate: info: %s\n", strerror(-ret));
 		return EXIT_FAILURE;
 	}
-	printf("abi_version: %" PRIu32 "\n"
-	       "state_shift: %" PRIu32 "\n"
-	       "time_bits: %" PRIu32 "\n"
-	       "clock_id: %" PRIu32 "\n"
-	       "max_threads: %" PRIu32 "\n"
-	       "batch_max: %" PRIu32 "\n"
-	       "track_all: %" PRIu32 "\n"
-	       "nr_tracked: %" PRIu64 "\n"
-	       "nr_untracked: %" PRIu64 "\n"
-	       "map_entry_size: %" PRIu32 "\n"
-	       "map_layout: %" PRIu32 "\n"
-	       "map_entries: %" PRIu32 "\n"
-	       "map_size: %" PRIu64 "\n",
-	       info.abi_version, info.state_shift, info.time_bits,
-	       info.clock_id, info.max_threads, info.batch_max,
-	       info.track_all, (uint64_t)info.nr_tracked,
-	       (uint64_t)info.nr_untracked, info.map_entry_size,
-	       info.map_layout, info.map_entries, (uint64_t)info.map_size);
-	if (map_err)
+	{
+		const uint64_t vals[ARRAY_SIZE(keys)] = {
+			info.abi_version, info.state_shift, info.time_bits,
+			info.clock_id, info.max_threads, info.batch_max,
+			info.track_all, info.nr_tracked, info.nr_untracked,
+			info.map_entry_size, info.map_layout, info.map_entries,
+			info.map_size,
+		};
+
+		for (i = 0; i < ARRAY_SIZE(keys); i++) {
+			if (json)
+				printf("%s\"%s\": %" PRIu64, i ? ", " : "{",
+				       keys[i], vals[i]);
+			else
+				printf("%s: %" PRIu64 "\n", keys[i], vals[i]);
+		}
+	}
+	if (json) {
+		printf(", \"watch_reads\": \"%s\"", map_err ? "ioctl" : "mmap");
+		if (map_err)
+			printf(", \"watch_reads_why\": \"%s\"", strerror(-map_err));
+		puts("}");
+	} else if (map_err) {
 		printf("watch_reads: ioctl (mmap: %s)\n", strerror(-map_err));
-	else
+	} else {
 		printf("watch_reads: mmap\n");
+	}
 	return EXIT_SUCCESS;
 }
 
 static int run_top(const struct command *cmd, int argc, char **argv)
 {
-	enum { OPT_JSON = 256 };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "process", no_argument, NULL, OPT_PROCESS },
 		{ "delay", required_argument, NULL, 'd' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "sort", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'J' },
+		COMMON_OPTS,
 		{ }
 	};
 	struct top_opts o = { .delay_ms = 1000, .sort = TASKSTATE_TOTAL_RUNNING };
-	uint64_t ns;
 	int c, fd, ret;
 
-	while ((c = next_option(cmd, argc, argv, ":p:d:n:o:h",
+	while ((c = next_option(cmd, argc, argv, ":hVp:t:d:n:o:J",
 				longopts)) != -1) {
 		switch (c) {
 		case 'p':
-			o.pid = id_arg(cmd, "--pid", optarg);
+		case 't':
+			selection_option(cmd, c, optarg, &o.filter);
+			break;
+		case OPT_PROCESS:
+			o.process = true;
 			break;
 		case 'd':
-			ns = duration_arg(cmd, "--delay", optarg, 1000000000ULL);
-			if (ns < 10000000 || ns / 1000000 > INT_MAX)
-				usage_error(cmd, "--delay '%s' is outside 10ms..24d",
-					    optarg);
-			o.delay_ms = ns / 1000000;
+			o.delay_ms = delay_arg(cmd, optarg);
 			break;
 		case 'n':
 			o.count = num_arg(cmd, "--count", optarg, 1, INT_MAX);
@@ -1013,20 +1115,23 @@ static int run_top(const struct command *cmd, int argc, char **argv)
 		case 'o':
 			ret = top_sort_key(optarg);
 			if (ret < 0)
-				usage_error(cmd, "unknown sort key '%s'", optarg);
+				usage_error(cmd, "sort key '%s' is not running, runnable, sleeping, blocked, other or tid",
+					    optarg);
 			o.sort = ret;
 			break;
-		case OPT_JSON:
+		case 'J':
 			o.json = true;
 			break;
 		}
 	}
-	want_args(cmd, argc, 0, "");
+	no_args(cmd, argc, argv);
 	fd = open_device();
 	if (fd < 0)
 		return EXIT_FAILURE;
 	ret = top_run(fd, &o);
 	taskstate_close(fd);
+	free(o.filter.pids);
+	free(o.filter.tids);
 	return ret;
 }
 
@@ -1034,30 +1139,41 @@ static int run_metrics(const struct command *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "group-by", required_argument, NULL, OPT_GROUP_BY },
+		{ "output", required_argument, NULL, OPT_OUTPUT },
+		COMMON_OPTS,
 		{ }
 	};
 	struct metrics_opts o = { 0 };
+	struct ts_filter f = { 0 };
 	int c, fd, ret;
 
-	while ((c = next_option(cmd, argc, argv, ":p:o:h",
-				longopts)) != -1) {
+	while ((c = next_option(cmd, argc, argv, ":hVp:", longopts)) != -1) {
 		switch (c) {
 		case 'p':
-			o.pid = id_arg(cmd, "--pid", optarg);
+			selection_option(cmd, c, optarg, &f);
 			break;
-		case 'o':
+		case OPT_GROUP_BY:
+			ret = metrics_group_key(optarg);
+			if (ret < 0)
+				usage_error(cmd, "--group-by '%s' is not pid, comm or cgroup",
+					    optarg);
+			o.group = ret;
+			break;
+		case OPT_OUTPUT:
 			o.out = optarg;
 			break;
 		}
 	}
-	want_args(cmd, argc, 0, "");
+	no_args(cmd, argc, argv);
+	o.pids = f.pids;
+	o.npids = f.npids;
 	fd = open_device();
 	if (fd < 0)
 		return EXIT_FAILURE;
 	ret = metrics_run(fd, &o);
 	taskstate_close(fd);
+	free(f.pids);
 	return ret;
 }
 
@@ -1073,10 +1189,8 @@ static const struct command commands[] = {
 
 int main(int argc, char **argv)
 {
-	enum { OPT_VERSION = 256 };
 	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, OPT_VERSION },
+		COMMON_OPTS,
 		{ }
 	};
 	static const struct command top = { .help = main_help };
@@ -1085,11 +1199,8 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	/* '+': stop at the command name, its options are its own. */
-	while (next_option(&top, argc, argv, "+:h", longopts) != -1) {
-		/* --version is the only option left */
-		puts("taskstate " TASKSTATE_VERSION);
-		return EXIT_SUCCESS;
-	}
+	while (next_option(&top, argc, argv, "+:hV", longopts) != -1)
+		;	/* -h and -V exit in next_option() */
 	if (optind == argc)
 		usage_error(NULL, "missing command");
 	for (cmd = commands; cmd < commands + sizeof(commands) /

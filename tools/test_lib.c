@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "format.h"
@@ -70,7 +71,21 @@ static void test_decode(void)
 
 static void test_state_names(void)
 {
+	static const char *const lower[] = {
+		"none", "running", "runnable", "sleeping", "blocked",
+		"stopped", "traced", "dead",
+	};
 	unsigned int s;
+
+	/* The command's one spelling: lowercase, read back by the library. */
+	for (s = 0; s < TASKSTATE_NR_STATES; s++) {
+		CHECK_STR(ts_state_name(s), lower[s]);
+		CHECK(taskstate_state_from_name(ts_state_name(s)) == (int)s);
+	}
+	CHECK_STR(ts_state_name(TASKSTATE_NR_STATES), "?");
+	CHECK_STR(ts_total_name(TASKSTATE_TOTAL_RUNNABLE), "runnable");
+	CHECK_STR(ts_total_name(TASKSTATE_TOTAL_OTHER), "other");
+	CHECK_STR(ts_total_name(TASKSTATE_MAP_NR_TOTALS), "?");
 
 	for (s = 0; s < TASKSTATE_NR_STATES; s++)
 		CHECK(taskstate_state_from_name(taskstate_state_name(s)) == (int)s);
@@ -169,10 +184,10 @@ static void test_table(void)
 		  "    TID TGID STATE           SINCE_NS     AGE_NS COMM");
 	format_row(line, sizeof(line), &rows[0], &w);
 	CHECK_STR(line,
-		  "      7    7 BLOCKED  123456789012345 2500000000 say \"hi\"?");
+		  "      7    7 blocked  123456789012345 2500000000 say \"hi\"?");
 	format_row(line, sizeof(line), &rows[1], &w);
 	CHECK_STR(line,
-		  "1234567    7 RUNNING                5          0 -");
+		  "1234567    7 running                5          0 -");
 
 	/* Durations, and in colour. */
 	w = (struct ts_widths){ 0 };
@@ -183,40 +198,133 @@ static void test_table(void)
 	format_header(line, sizeof(line), &w);
 	CHECK_STR(line, "    TID TGID STATE    SINCE  AGE COMM");
 	format_row(line, sizeof(line), &rows[0], &w);
-	CHECK_STR(line, "      7    7 BLOCKED  1d10h 2.5s say \"hi\"?");
+	CHECK_STR(line, "      7    7 blocked  1d10h 2.5s say \"hi\"?");
 	format_row(line, sizeof(line), &rows[1], &w);
-	CHECK_STR(line, "1234567    7 RUNNING    5ns  0ns -");
+	CHECK_STR(line, "1234567    7 running    5ns  0ns -");
 	w.color = true;
 	format_row(line, sizeof(line), &rows[0], &w);
-	CHECK_STR(line, "      7    7 \033[31mBLOCKED \033[39m 1d10h 2.5s say \"hi\"?");
+	CHECK_STR(line, "      7    7 \033[31mblocked \033[39m 1d10h 2.5s say \"hi\"?");
 
 	r.d.age_ns = 1000000001;
-	CHECK(row_is_stuck(&r, 1000000000));
-	CHECK(!row_is_stuck(&r, 1000000001));
+	CHECK(row_is_stuck(&r, 1000000000, TASKSTATE_STUCK_MASK));
+	CHECK(!row_is_stuck(&r, 1000000001, TASKSTATE_STUCK_MASK));
+	/* The default is BLOCKED alone, as the hung-task detector's. */
+	CHECK(TASKSTATE_STUCK_MASK == 1U << TASKSTATE_BLOCKED);
+	r.d.state = TASKSTATE_SLEEPING;
+	CHECK(!row_is_stuck(&r, 0, TASKSTATE_STUCK_MASK));
+	CHECK(row_is_stuck(&r, 0, 1U << TASKSTATE_SLEEPING));
 	r.d.state = TASKSTATE_RUNNABLE;
-	CHECK(!row_is_stuck(&r, 0));
+	CHECK(!row_is_stuck(&r, 0, TASKSTATE_STUCK_MASK));
 	r.d.state = TASKSTATE_NONE;
-	CHECK(!row_is_stuck(&r, 0));
+	CHECK(!row_is_stuck(&r, 0, TASKSTATE_STUCK_MASK));
+}
+
+/*
+ * Hostile thread names (prctl(PR_SET_NAME) takes any 15 bytes): what a
+ * terminal gets has no control character and is valid UTF-8.
+ */
+static void test_sanitize(void)
+{
+	char out[TS_COMM_MAX], small[6];
+	struct ts_widths w = { 0 };
+	struct ts_row r = rows[0];
+	char line[TS_LINE_MAX];
+
+	CHECK_STR(ts_sanitize(out, sizeof(out), "kworker/0:1"), "kworker/0:1");
+	/* Clear screen, set title, bell: each control byte one '?'. */
+	CHECK_STR(ts_sanitize(out, sizeof(out), "x\033[2J\033]0;pw\a"),
+		  "x?[2J?]0;pw?");
+	CHECK_STR(ts_sanitize(out, sizeof(out), "a\tb\nc\rd\x7f"), "a?b?c?d?");
+	/* C1 controls: 8-bit CSI, and U+009B (CSI) in UTF-8. */
+	CHECK_STR(ts_sanitize(out, sizeof(out), "a\x9b" "2Jb"), "a?2Jb");
+	CHECK_STR(ts_sanitize(out, sizeof(out), "a\xc2\x9b" "2J"), "a?2J");
+	/* Invalid UTF-8 (stray, cut, overlong, surrogate) one '?' per byte. */
+	CHECK_STR(ts_sanitize(out, sizeof(out), "\xff\xfe"), "??");
+	CHECK_STR(ts_sanitize(out, sizeof(out), "ab\xe2\x82"), "ab??");
+	CHECK_STR(ts_sanitize(out, sizeof(out), "\xc0\xaf\xed\xa0\x80"), "?????");
+	/* Valid UTF-8 passes, U+00A0 and above. */
+	CHECK_STR(ts_sanitize(out, sizeof(out), "caf\xc3\xa9 \xc2\xa0\xf0\x9f\x98\x80"),
+		  "caf\xc3\xa9 \xc2\xa0\xf0\x9f\x98\x80");
+	/* 15 bytes, the most a comm has: all kept. */
+	CHECK_STR(ts_sanitize(out, sizeof(out), "123456789012345"), "123456789012345");
+	/* Cut to fit, never inside a sequence. */
+	CHECK_STR(ts_sanitize(small, sizeof(small), "abcdefgh"), "abcde");
+	CHECK_STR(ts_sanitize(small, sizeof(small), "abc\xc3\xa9\xc3\xa9"), "abc\xc3\xa9");
+	CHECK_STR(ts_sanitize(small, sizeof(small), "abcd\xc3\xa9"), "abcd");
+	CHECK_STR(ts_sanitize(small, 1, "abc"), "");
+
+	/* In a table row. */
+	snprintf(r.comm, sizeof(r.comm), "\033]0;x\a\xff\xc2\x9b");
+	table_widths(&r, 1, &w);
+	format_row(line, sizeof(line), &r, &w);
+	CHECK_STR(line, "  7    7 blocked  1d10h 2.5s ?]0;x???");
+}
+
+static void test_prom_label(void)
+{
+	char *out;
+
+	CAPTURE(out, prom_put_label(stream, "nginx: worker"));
+	CHECK_STR(out, "nginx: worker");
+	free(out);
+	/* Escaped as the text format says. */
+	CAPTURE(out, prom_put_label(stream, "a\\b\"c\nd"));
+	CHECK_STR(out, "a\\\\b\\\"c\\nd");
+	free(out);
+	/* Not UTF-8 or a control: U+FFFD. */
+	CAPTURE(out, prom_put_label(stream, "x\xff\033[1m\xc2\x9b\xe2\x82"));
+	CHECK_STR(out, "x\xef\xbf\xbd\xef\xbf\xbd[1m\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	free(out);
+	CAPTURE(out, prom_put_label(stream, "caf\xc3\xa9"));
+	CHECK_STR(out, "caf\xc3\xa9");
+	free(out);
 }
 
 static void test_print_json(void)
 {
+	struct ts_widths w = { 0 };
+	char line[TS_LINE_MAX];
 	char *out;
 
-	CAPTURE(out, print_json(stream, rows, 0));
+	CAPTURE(out, print_json(stream, rows, 0, NULL));
 	CHECK_STR(out, "{\"threads\": []}\n");
 	free(out);
 
-	CAPTURE(out, print_json(stream, rows, 2));
+	CAPTURE(out, print_json(stream, rows, 2, NULL));
 	CHECK_STR(out,
 		  "{\"threads\": [\n"
-		  "  {\"tid\": 7, \"tgid\": 7, \"state\": \"BLOCKED\", "
+		  "  {\"tid\": 7, \"tgid\": 7, \"state\": \"blocked\", "
 		  "\"since_ns\": 123456789012345, \"age_ns\": 2500000000, "
 		  "\"comm\": \"say \\\"hi\\\"\\n\"},\n"
-		  "  {\"tid\": 1234567, \"tgid\": 7, \"state\": \"RUNNING\", "
+		  "  {\"tid\": 1234567, \"tgid\": 7, \"state\": \"running\", "
 		  "\"since_ns\": 5, \"age_ns\": 0, \"comm\": null}\n"
 		  "]}\n");
 	free(out);
+
+	/* --since wall: the stamp plus the offset, in UTC, to the ms. */
+	w.wall = true;
+	w.wall_offset_ns = 1767225599000000000LL - 123456789012345LL + 123000000;
+	CAPTURE(out, print_json(stream, rows, 1, &w));
+	CHECK_STR(out,
+		  "{\"threads\": [\n"
+		  "  {\"tid\": 7, \"tgid\": 7, \"state\": \"blocked\", "
+		  "\"since_ns\": 123456789012345, "
+		  "\"since_wall\": \"2025-12-31T23:59:59.123Z\", "
+		  "\"age_ns\": 2500000000, "
+		  "\"comm\": \"say \\\"hi\\\"\\n\"}\n"
+		  "]}\n");
+	free(out);
+	/* In a table, local time: here TZ=UTC. */
+	setenv("TZ", "UTC", 1);
+	tzset();
+	table_widths(rows, 1, &w);
+	format_header(line, sizeof(line), &w);
+	CHECK_STR(line, "TID TGID STATE                      SINCE  AGE COMM");
+	format_row(line, sizeof(line), &rows[0], &w);
+	CHECK_STR(line, "  7    7 blocked  2025-12-31T23:59:59.123 2.5s say \"hi\"?");
+	unsetenv("TZ");
+	tzset();
+	CHECK(ts_wall_offset_ns() > 0);
 }
 
 static void test_durations(void)
@@ -313,6 +421,16 @@ static void test_selection(void)
 	      mask == 1U << TASKSTATE_BLOCKED);
 	CHECK(parse_state_list("RUNNING,Stopped", &mask) == 0 &&
 	      mask == (1U << TASKSTATE_RUNNING | 1U << TASKSTATE_STOPPED));
+	/* ps's letters, case-sensitive: R is running or runnable. */
+	CHECK(parse_state_list("D", &mask) == 0 && mask == 1U << TASKSTATE_BLOCKED);
+	CHECK(parse_state_list("R,S", &mask) == 0 &&
+	      mask == (1U << TASKSTATE_RUNNING | 1U << TASKSTATE_RUNNABLE |
+		       1U << TASKSTATE_SLEEPING));
+	CHECK(parse_state_list("T,t", &mask) == 0 &&
+	      mask == (1U << TASKSTATE_STOPPED | 1U << TASKSTATE_TRACED));
+	CHECK(parse_state_list("Z", &mask) == 0 && mask == 1U << TASKSTATE_DEAD);
+	CHECK(parse_state_list("d", &mask) == -EINVAL);
+	CHECK(parse_state_list("Q", &mask) == -EINVAL);
 	CHECK(parse_state_list("", &mask) == -EINVAL);
 	CHECK(parse_state_list("run", &mask) == -EINVAL);
 	CHECK(parse_state_list("blocked,", &mask) == -EINVAL);
@@ -429,6 +547,8 @@ static const struct {
 	{ "durations", test_durations },
 	{ "selection", test_selection },
 	{ "sort", test_sort },
+	{ "sanitize", test_sanitize },
+	{ "prom_label", test_prom_label },
 	{ "device_errors", test_device_errors },
 };
 

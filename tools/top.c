@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * taskstate top: per thread, the share of the last interval spent in each
- * state (the difference of two reads of its per-state totals).
- * taskstate metrics: the totals per process in the Prometheus text
- * exposition format, for node_exporter's textfile collector.
+ * taskstate top: per thread (or per process), the share of the last
+ * interval spent in each state (the difference of two reads of the
+ * per-state totals).
+ * taskstate metrics: per process (or comm, or cgroup) the same totals,
+ * the threads in each state and the oldest in each, and the module's
+ * health, in the Prometheus text exposition format, for node_exporter's
+ * textfile collector.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,34 +25,33 @@
 #include "top.h"
 
 #define NT	TASKSTATE_MAP_NR_TOTALS
+#define NS	TASKSTATE_NR_STATES
 
-/* One thread at one read. */
+/* One thread at one read; or, for top --process, one process. */
 struct top_row {
 	uint32_t tid, tgid;
 	uint64_t word;
 	uint64_t start_ns;
 	uint64_t at[NT];	/* totals up to the read */
 	uint64_t d[NT];		/* over the interval */
+	uint32_t threads;	/* --process: its tracked threads */
 };
 
 struct top_read {
 	struct top_row *rows;	/* sorted by tid */
 	uint32_t n;
 	uint64_t now;
+	bool totals;		/* false: the module keeps none (totals=0) */
 };
 
 static int sort_key;
-
-static const char *const sort_names[NT] = {
-	"run", "wait", "sleep", "block", "other",
-};
 
 int top_sort_key(const char *s)
 {
 	int i;
 
 	for (i = 0; i < NT; i++)
-		if (!strcmp(s, sort_names[i]))
+		if (!strcmp(s, ts_total_name(i)))
 			return i;
 	return strcmp(s, "tid") ? -1 : TOP_SORT_TID;
 }
@@ -69,15 +73,46 @@ static int cmp_key(const void *a, const void *b)
 	return cmp_tid(a, b);
 }
 
-/* Every tracked thread of pid (0: all) with its totals up to now. */
-static int top_read(int fd, unsigned int pid, struct top_read *r)
+static int cmp_tgid(const void *a, const void *b)
 {
-	struct taskstate_totals *t;
+	const struct top_row *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return (x->tgid > y->tgid) - (x->tgid < y->tgid);
+	return cmp_tid(a, b);
+}
+
+static bool id_in(uint32_t id, const uint32_t *ids, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * Every tracked thread of the processes pids (all if none) that is one of
+ * tids (any if none), with its totals up to now; without totals (the
+ * module keeps none) if want_totals is false and that is why.
+ */
+static int top_read(int fd, const uint32_t *pids, size_t npids,
+		    const uint32_t *tids, size_t ntids, bool need_totals,
+		    struct top_read *r)
+{
+	struct taskstate_totals *t = NULL;
 	struct taskstate_entry *e;
-	uint32_t i, n;
+	uint32_t i, n, k;
 	int ret;
 
-	ret = taskstate_list_totals(fd, pid, &e, &t, &n);
+	r->totals = true;
+	ret = taskstate_list_totals(fd, npids == 1 ? pids[0] : 0, &e, &t, &n);
+	if (ret == -EOPNOTSUPP && !need_totals) {
+		r->totals = false;
+		t = NULL;
+		ret = taskstate_list(fd, npids == 1 ? pids[0] : 0, &e, &n);
+	}
 	if (ret < 0)
 		return ret;
 	r->now = taskstate_now_ns();
@@ -87,20 +122,54 @@ static int top_read(int fd, unsigned int pid, struct top_read *r)
 		free(t);
 		return -ENOMEM;
 	}
-	for (i = 0; i < n; i++) {
-		struct top_row *w = &r->rows[i];
+	for (i = 0, k = 0; i < n; i++) {
+		struct top_row *w = &r->rows[k];
 
+		if ((npids > 1 && !id_in(e[i].tgid, pids, npids)) ||
+		    (ntids && !id_in(e[i].tid, tids, ntids)))
+			continue;
 		w->tid = e[i].tid;
 		w->tgid = e[i].tgid;
 		w->word = e[i].word;
-		w->start_ns = t[i].start_ns;
-		taskstate_totals_at(e[i].word, &t[i], r->now, w->at);
+		w->threads = 1;
+		if (t) {
+			w->start_ns = t[i].start_ns;
+			taskstate_totals_at(e[i].word, &t[i], r->now, w->at);
+		}
+		k++;
 	}
-	r->n = n;
+	r->n = k;
 	free(e);
 	free(t);
 	qsort(r->rows, r->n, sizeof(*r->rows), cmp_tid);
 	return 0;
+}
+
+/*
+ * The totals of one process at one read, the one place both metrics and
+ * top --process take them from.  The module's (PROCESS) where it keeps a
+ * record of the process (its leader tracked): live and exited threads
+ * from one look, so they go down only when the record restarts (its
+ * start_ns).  Returns true then.  Otherwise the sum over its live
+ * threads rows[0..n-1] (all of tgid rows[0].tgid), which goes down when
+ * one exits, and false: no counter may be made of it.
+ */
+static bool process_totals(int fd, const struct top_row *rows, uint32_t n,
+			   uint64_t ns[NT], struct taskstate_process *p)
+{
+	uint32_t i;
+	int k;
+
+	if (taskstate_process(fd, rows[0].tgid, p) == 1) {
+		for (k = 0; k < NT; k++)
+			ns[k] = p->state_ns[k];
+		return true;
+	}
+	memset(ns, 0, NT * sizeof(*ns));
+	for (i = 0; i < n; i++)
+		for (k = 0; k < NT; k++)
+			ns[k] += rows[i].at[k];
+	return false;
 }
 
 /*
@@ -129,22 +198,79 @@ static void top_diff(const struct top_read *old, struct top_read *cur)
 	}
 }
 
-static void put_json_frame(const struct top_read *r, uint64_t span)
+/*
+ * r's threads folded into one row per process (tid: the pid), totals by
+ * process_totals(), sorted by pid.  Returns 0 or -ENOMEM.
+ */
+static int fold_processes(int fd, struct top_read *r)
+{
+	struct top_row *p = calloc(r->n ? r->n : 1, sizeof(*p));
+	struct taskstate_process pr;
+	uint32_t i, j, np = 0;
+
+	if (!p)
+		return -ENOMEM;
+	qsort(r->rows, r->n, sizeof(*r->rows), cmp_tgid);
+	for (i = 0; i < r->n; i = j) {
+		for (j = i + 1; j < r->n && r->rows[j].tgid == r->rows[i].tgid; j++)
+			;
+		p[np].tid = p[np].tgid = r->rows[i].tgid;
+		p[np].threads = j - i;
+		/* The main thread's state if tracked, else the first's. */
+		p[np].word = r->rows[i].word;
+		process_totals(fd, &r->rows[i], j - i, p[np].at, &pr);
+		np++;
+	}
+	free(r->rows);
+	r->rows = p;
+	r->n = np;
+	return 0;
+}
+
+/*
+ * Each process's time in each state between @old and @cur: the growth
+ * of its totals (0 for a state whose total fell: threads exited and the
+ * module kept nothing of them).
+ */
+static void process_diff(const struct top_read *old, struct top_read *cur)
+{
+	uint32_t i;
+	int k;
+
+	for (i = 0; i < cur->n; i++) {
+		struct top_row *c = &cur->rows[i];
+		const struct top_row *o;
+
+		o = bsearch(c, old->rows, old->n, sizeof(*c), cmp_tid);
+		for (k = 0; k < NT; k++) {
+			uint64_t before = o ? o->at[k] : 0;
+
+			c->d[k] = c->at[k] > before ? c->at[k] - before : 0;
+		}
+	}
+}
+
+static void put_json_frame(const struct top_read *r, uint64_t span,
+			   bool process)
 {
 	char comm[TS_COMM_MAX];
 	uint32_t i;
 	int k;
 
 	printf("{\"time_ns\":%" PRIu64 ",\"interval_ns\":%" PRIu64
-	       ",\"threads\":[", r->now, span);
+	       ",\"%s\":[", r->now, span, process ? "processes" : "threads");
 	for (i = 0; i < r->n; i++) {
 		const struct top_row *w = &r->rows[i];
 
-		printf("%s{\"tid\":%" PRIu32 ",\"tgid\":%" PRIu32
-		       ",\"state\":\"%s\"", i ? "," : "", w->tid, w->tgid,
-		       taskstate_state_name(taskstate_state(w->word)));
+		if (process)
+			printf("%s{\"pid\":%" PRIu32 ",\"threads\":%" PRIu32,
+			       i ? "," : "", w->tgid, w->threads);
+		else
+			printf("%s{\"tid\":%" PRIu32 ",\"tgid\":%" PRIu32,
+			       i ? "," : "", w->tid, w->tgid);
+		printf(",\"state\":\"%s\"", ts_state_name(taskstate_state(w->word)));
 		for (k = 0; k < NT; k++)
-			printf(",\"%s_ns\":%" PRIu64, sort_names[k], w->d[k]);
+			printf(",\"%s_ns\":%" PRIu64, ts_total_name(k), w->d[k]);
 		fputs(",\"comm\":", stdout);
 		if (taskstate_comm(w->tid, comm, sizeof(comm)) < 0)
 			fputs("null", stdout);
@@ -166,30 +292,32 @@ static uint32_t rows_that_fit(bool tty, uint32_t n)
 }
 
 static void put_table_frame(const struct top_read *r, uint64_t span,
-			    bool tty, const char *sort)
+			    bool tty, const char *sort, bool process)
 {
-	char comm[TS_COMM_MAX];
+	char comm[TS_COMM_MAX], safe[TS_COMM_MAX];
 	uint32_t i, shown;
 	int k;
 
 	if (tty)
 		fputs("\033[H\033[2J", stdout);
 	shown = rows_that_fit(tty, r->n);
-	printf("taskstate top: %" PRIu32 " threads, %" PRIu64
-	       " ms, by %s%s\n", r->n, span / 1000000, sort,
-	       shown < r->n ? " (first rows)" : "");
-	printf("%7s %7s %-8s %6s %6s %6s %6s %6s %s\n", "TID", "TGID", "STATE",
+	printf("taskstate top: %" PRIu32 " %s, %" PRIu64
+	       " ms, by %s%s\n", r->n, process ? "processes" : "threads",
+	       span / 1000000, sort, shown < r->n ? " (first rows)" : "");
+	printf("%7s %7s %-8s %6s %6s %6s %6s %6s %s\n",
+	       process ? "PID" : "TID", process ? "THREADS" : "TGID", "STATE",
 	       "RUN%", "WAIT%", "SLEEP%", "BLOCK%", "OTHER%", "COMM");
 	for (i = 0; i < shown; i++) {
 		const struct top_row *w = &r->rows[i];
 
-		printf("%7" PRIu32 " %7" PRIu32 " %-8s", w->tid, w->tgid,
-		       taskstate_state_name(taskstate_state(w->word)));
+		printf("%7" PRIu32 " %7" PRIu32 " %-8s", w->tid,
+		       process ? w->threads : w->tgid,
+		       ts_state_name(taskstate_state(w->word)));
 		for (k = 0; k < NT; k++)
 			printf(" %6.1f", span ? 100.0 * w->d[k] / span : 0.0);
 		if (taskstate_comm(w->tid, comm, sizeof(comm)) < 0)
 			strcpy(comm, "-");
-		printf(" %s\n", comm);
+		printf(" %s\n", ts_sanitize(safe, sizeof(safe), comm));
 	}
 	if (!tty)
 		putchar('\n');
@@ -203,6 +331,16 @@ static void sleep_ms(unsigned int ms)
 		;
 }
 
+static int top_read_opts(int fd, const struct top_opts *o, struct top_read *r)
+{
+	int ret = top_read(fd, o->filter.pids, o->filter.npids,
+			   o->filter.tids, o->filter.ntids, true, r);
+
+	if (!ret && o->process)
+		ret = fold_processes(fd, r);
+	return ret;
+}
+
 int top_run(int fd, const struct top_opts *o)
 {
 	struct top_read old = { 0 }, cur = { 0 };
@@ -211,25 +349,28 @@ int top_run(int fd, const struct top_opts *o)
 	int ret;
 
 	sort_key = o->sort;
-	ret = top_read(fd, o->pid, &old);
+	ret = top_read_opts(fd, o, &old);
 	for (frame = 0; !ret && (!o->count || frame < o->count); frame++) {
 		uint64_t span;
 
 		sleep_ms(o->delay_ms);
-		ret = top_read(fd, o->pid, &cur);
+		ret = top_read_opts(fd, o, &cur);
 		if (ret)
 			break;
 		span = cur.now - old.now;
-		top_diff(&old, &cur);
+		if (o->process)
+			process_diff(&old, &cur);
+		else
+			top_diff(&old, &cur);
 		free(old.rows);
 		qsort(cur.rows, cur.n, sizeof(*cur.rows), cmp_key);
 		if (o->json)
-			put_json_frame(&cur, span);
+			put_json_frame(&cur, span, o->process);
 		else
 			put_table_frame(&cur, span, tty,
 					o->sort == TOP_SORT_TID ? "tid" :
-					sort_names[o->sort]);
-		/* The next interval looks threads up by tid. */
+					ts_total_name(o->sort), o->process);
+		/* The next interval looks rows up by tid (pid). */
 		qsort(cur.rows, cur.n, sizeof(*cur.rows), cmp_tid);
 		old = cur;
 		if (fflush(stdout))
@@ -245,159 +386,311 @@ int top_run(int fd, const struct top_opts *o)
 	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-/* A label value: backslash, double quote and line feed escaped. */
-static void put_label(FILE *f, const char *s)
+/* --- metrics --------------------------------------------------------------- */
+
+int metrics_group_key(const char *s)
 {
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
+	static const char *const keys[] = {
+		[GROUP_PID] = "pid", [GROUP_COMM] = "comm",
+		[GROUP_CGROUP] = "cgroup",
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(keys); i++)
+		if (!strcmp(s, keys[i]))
+			return i;
+	return -1;
 }
 
-static int cmp_tgid(const void *a, const void *b)
+/* The cgroup v2 path of process pid ("/system.slice/x.service"), or "". */
+static void cgroup_of(uint32_t pid, char *buf, size_t len)
 {
-	const struct top_row *x = a, *y = b;
+	char path[40], line[4096];
+	size_t n;
+	FILE *f;
 
-	if (x->tgid != y->tgid)
-		return (x->tgid > y->tgid) - (x->tgid < y->tgid);
-	return cmp_tid(a, b);
-}
-
-static const char *const metric_states[TASKSTATE_NR_STATES] = {
-	"none", "running", "runnable", "sleeping",
-	"blocked", "stopped", "traced", "dead",
-};
-
-static const char *const metric_totals[NT] = {
-	"running", "runnable", "sleeping", "blocked", "other",
-};
-
-/*
- * A process's per-state totals, for counters: the module's (PROCESS),
- * which keep its exited threads' time, so they go down only when the
- * process ends; for a process whose leader is not tracked, which has
- * none, the sum of its listed threads (@rows[0..n-1]) alone.
- */
-static void process_totals(int fd, const struct top_row *rows, uint32_t n,
-			   uint64_t sum[NT])
-{
-	struct taskstate_process p;
-	uint32_t i;
-	int k;
-
-	if (taskstate_process(fd, rows[0].tgid, &p) == 1) {
-		for (k = 0; k < NT; k++)
-			sum[k] = p.state_ns[k];
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
 		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		/* A path longer than buf is cut: still one series per path. */
+		n = strnlen(line + 3, len - 1);
+		memcpy(buf, line + 3, n);
+		buf[n] = '\0';
+		break;
 	}
-	for (k = 0; k < NT; k++)
-		for (sum[k] = 0, i = 0; i < n; i++)
-			sum[k] += rows[i].at[k];
+	fclose(f);
 }
 
-/* One process's lines of one metric family. */
-static void put_process(FILE *f, int fd, const struct top_row *rows,
-			uint32_t n, bool counters)
+/* One group of metrics: a process, or all the processes of a comm or cgroup. */
+struct group {
+	char key[512];		/* comm or cgroup; "" for a pid */
+	uint32_t pid;		/* GROUP_PID */
+	char comm[TS_COMM_MAX];	/* GROUP_PID */
+	uint64_t total[NT];
+	bool counted;		/* total[] holds a module record's totals */
+	uint64_t start_ns;	/* GROUP_PID: when that record began */
+	uint64_t threads[NS];
+	uint64_t oldest[NS];	/* ns */
+};
+
+static int cmp_group(const void *a, const void *b)
 {
-	uint64_t sum[NT] = { 0 }, threads[TASKSTATE_NR_STATES] = { 0 };
-	char comm[TS_COMM_MAX];
-	uint32_t i;
+	const struct group *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	if (c)
+		return c;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The groups of r's threads, by o->group, sorted. */
+static struct group *make_groups(int fd, const struct top_read *r,
+				 enum metrics_group by, size_t *ngroups)
+{
+	struct group *g = calloc(r->n ? r->n : 1, sizeof(*g)), *cur;
+	uint64_t ns[NT], now = r->now;
+	size_t n = 0, i2;
+	uint32_t i, j, t;
 	int k;
 
-	for (i = 0; i < n; i++)
-		threads[taskstate_state(rows[i].word)]++;
-	if (counters)
-		process_totals(fd, rows, n, sum);
-	if (taskstate_comm(rows[0].tgid, comm, sizeof(comm)) < 0)
-		strcpy(comm, "");
-	for (k = 0; k < (counters ? NT : TASKSTATE_NR_STATES); k++) {
-		if (!counters && (k == TASKSTATE_NONE || !threads[k]))
-			continue;
-		fprintf(f, "taskstate_%s{pid=\"%" PRIu32 "\",comm=\"",
-			counters ? "process_state_seconds_total" :
-				   "process_threads", rows[0].tgid);
-		put_label(f, comm);
-		if (counters)
-			fprintf(f, "\",state=\"%s\"} %" PRIu64 ".%09" PRIu64 "\n",
-				metric_totals[k], sum[k] / 1000000000,
-				sum[k] % 1000000000);
-		else
-			fprintf(f, "\",state=\"%s\"} %" PRIu64 "\n",
-				metric_states[k], threads[k]);
-	}
-}
+	if (!g)
+		return NULL;
+	for (i = 0; i < r->n; i = j) {
+		struct group probe = { 0 };
 
-static void put_metrics(FILE *f, int fd, const struct top_read *r)
-{
-	uint32_t i, j;
-	int pass;
-
-	for (pass = 0; pass < 2; pass++) {
-		if (!pass)
-			fputs("# HELP taskstate_process_state_seconds_total Seconds the tracked threads of a process, exited ones included, spent in each state since each began to be tracked (running, runnable, sleeping, blocked, other: stopped, traced, dead).\n"
-			      "# TYPE taskstate_process_state_seconds_total counter\n",
-			      f);
+		for (j = i + 1; j < r->n && r->rows[j].tgid == r->rows[i].tgid; j++)
+			;
+		if (taskstate_comm(r->rows[i].tgid, probe.comm, sizeof(probe.comm)) < 0)
+			probe.comm[0] = '\0';
+		if (by == GROUP_PID)
+			probe.pid = r->rows[i].tgid;
+		else if (by == GROUP_COMM)
+			memcpy(probe.key, probe.comm, sizeof(probe.comm));
 		else
-			fputs("# HELP taskstate_process_threads Tracked threads of a process in each state now.\n"
-			      "# TYPE taskstate_process_threads gauge\n", f);
-		for (i = 0; i < r->n; i = j) {
-			for (j = i + 1; j < r->n &&
-			     r->rows[j].tgid == r->rows[i].tgid; j++)
-				;
-			put_process(f, fd, &r->rows[i], j - i, !pass);
+			cgroup_of(r->rows[i].tgid, probe.key, sizeof(probe.key));
+		for (cur = NULL, i2 = 0; by != GROUP_PID && i2 < n; i2++)
+			if (!strcmp(g[i2].key, probe.key))
+				cur = &g[i2];
+		if (!cur) {
+			cur = &g[n++];
+			*cur = probe;
+		}
+		if (r->totals) {
+			struct taskstate_process pr;
+
+			if (process_totals(fd, &r->rows[i], j - i, ns, &pr)) {
+				for (k = 0; k < NT; k++)
+					cur->total[k] += ns[k];
+				cur->counted = true;
+			}
+		}
+		for (t = i; t < j; t++) {
+			struct taskstate_decoded d;
+
+			taskstate_decode(r->rows[t].word, now, &d);
+			cur->threads[d.state]++;
+			if (d.age_ns > cur->oldest[d.state])
+				cur->oldest[d.state] = d.age_ns;
 		}
 	}
+	qsort(g, n, sizeof(*g), cmp_group);
+	*ngroups = n;
+	return g;
+}
+
+static void put_labels(FILE *f, const struct group *g, enum metrics_group by)
+{
+	switch (by) {
+	case GROUP_PID:
+		fprintf(f, "pid=\"%" PRIu32 "\",comm=\"", g->pid);
+		prom_put_label(f, g->comm);
+		break;
+	case GROUP_COMM:
+		fputs("comm=\"", f);
+		prom_put_label(f, g->key);
+		break;
+	case GROUP_CGROUP:
+		fputs("cgroup=\"", f);
+		prom_put_label(f, g->key);
+		break;
+	}
+	fputs("\",", f);
+}
+
+static void put_seconds(FILE *f, uint64_t ns)
+{
+	fprintf(f, "%" PRIu64 ".%09" PRIu64 "\n", ns / 1000000000, ns % 1000000000);
+}
+
+/* The states a gauge is emitted for: all but NONE (a word not yet set). */
+static bool gauge_state(unsigned int s)
+{
+	return s != TASKSTATE_NONE;
+}
+
+static void put_family(FILE *f, const char *name, const char *type,
+		       const char *help, const char *by)
+{
+	fprintf(f, "# HELP %s %s%s%s.\n# TYPE %s %s\n", name, help,
+		by ? ", by " : "", by ? by : "", name, type);
+}
+
+static void put_metrics(FILE *f, int fd, const struct top_read *r,
+			const struct taskstate_info *info,
+			enum metrics_group by)
+{
+	static const char *const by_names[] = {
+		[GROUP_PID] = "process", [GROUP_COMM] = "comm",
+		[GROUP_CGROUP] = "cgroup",
+	};
+	char srcversion[64] = "";
+	struct group *g;
+	size_t n, i;
+	FILE *sv;
+	int k;
+
+	g = make_groups(fd, r, by, &n);
+	if (!g)
+		n = 0;
+	if (r->totals) {
+		put_family(f, "taskstate_state_seconds_total", "counter",
+			   "Seconds the tracked threads spent in each state (running, runnable, sleeping, blocked, other: stopped, traced or dead)",
+			   by_names[by]);
+		for (i = 0; i < n; i++) {
+			/* No record, no counter: see process_totals(). */
+			if (!g[i].counted)
+				continue;
+			for (k = 0; k < NT; k++) {
+				fputs("taskstate_state_seconds_total{", f);
+				put_labels(f, &g[i], by);
+				fprintf(f, "state=\"%s\"} ", ts_total_name(k));
+				put_seconds(f, g[i].total[k]);
+			}
+		}
+	}
+	put_family(f, "taskstate_threads", "gauge",
+		   "Tracked threads in each state now", by_names[by]);
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < NS; k++) {
+			if (!gauge_state(k))
+				continue;
+			fputs("taskstate_threads{", f);
+			put_labels(f, &g[i], by);
+			fprintf(f, "state=\"%s\"} %" PRIu64 "\n", ts_state_name(k),
+				g[i].threads[k]);
+		}
+	}
+	put_family(f, "taskstate_oldest_seconds", "gauge",
+		   "How long the tracked thread longest in each state has been in it now (0: none in it)",
+		   by_names[by]);
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < NS; k++) {
+			if (!gauge_state(k))
+				continue;
+			fputs("taskstate_oldest_seconds{", f);
+			put_labels(f, &g[i], by);
+			fprintf(f, "state=\"%s\"} ", ts_state_name(k));
+			put_seconds(f, g[i].oldest[k]);
+		}
+	}
+	free(g);
+
+	put_family(f, "taskstate_tracked_threads", "gauge",
+		   "Threads the module tracks now, system-wide", NULL);
+	fprintf(f, "taskstate_tracked_threads %" PRIu64 "\n",
+		(uint64_t)info->nr_tracked);
+	put_family(f, "taskstate_table_slots", "gauge",
+		   "Threads the module can track at once (its max_threads parameter)", NULL);
+	fprintf(f, "taskstate_table_slots %" PRIu32 "\n", info->max_threads);
+	put_family(f, "taskstate_untracked_threads_total", "counter",
+		   "Threads left untracked since the module was loaded because its table was full", NULL);
+	fprintf(f, "taskstate_untracked_threads_total %" PRIu64 "\n",
+		(uint64_t)info->nr_untracked);
+	put_family(f, "taskstate_totals_enabled", "gauge",
+		   "1 if the module keeps per-state totals (its totals parameter), else 0", NULL);
+	fprintf(f, "taskstate_totals_enabled %d\n", r->totals);
+	put_family(f, "taskstate_info", "gauge",
+		   "Always 1: the versions of the module's ABI, of the module (srcversion) and of this command, as labels", NULL);
+	sv = fopen("/sys/module/taskstate/srcversion", "re");
+	if (sv) {
+		if (!fgets(srcversion, sizeof(srcversion), sv))
+			srcversion[0] = '\0';
+		srcversion[strcspn(srcversion, "\n")] = '\0';
+		fclose(sv);
+	}
+	fprintf(f, "taskstate_info{abi_version=\"%" PRIu32 "\",module_srcversion=\"",
+		info->abi_version);
+	prom_put_label(f, srcversion);
+	fputs("\",version=\"" TASKSTATE_VERSION "\"} 1\n", f);
+}
+
+/*
+ * Write to o->out as a scraper must see it: whole (a temporary file in
+ * the same directory, renamed over it) and mode 0644 whatever the umask
+ * (node_exporter runs as another user).
+ */
+static int write_atomically(const char *out, int fd, const struct top_read *r,
+			    const struct taskstate_info *info,
+			    enum metrics_group by)
+{
+	char *tmp = NULL;
+	int tfd, ret = 0;
+	FILE *f;
+
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", out) < 0)
+		return -ENOMEM;
+	tfd = mkostemp(tmp, O_CLOEXEC);
+	if (tfd < 0) {
+		ret = -errno;
+		fprintf(stderr, "taskstate metrics: %s: %s\n", tmp, strerror(errno));
+		free(tmp);
+		return ret;
+	}
+	if (fchmod(tfd, 0644) || !(f = fdopen(tfd, "w"))) {
+		ret = -errno;
+		close(tfd);
+		goto out_unlink;
+	}
+	put_metrics(f, fd, r, info, by);
+	if (fflush(f) || ferror(f) || fsync(tfd))
+		ret = errno ? -errno : -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, out))
+		ret = -errno;
+out_unlink:
+	if (ret) {
+		fprintf(stderr, "taskstate metrics: %s: %s\n", out, strerror(-ret));
+		unlink(tmp);
+	}
+	free(tmp);
+	return ret;
 }
 
 int metrics_run(int fd, const struct metrics_opts *o)
 {
+	struct taskstate_info info;
 	struct top_read r = { 0 };
-	char *tmp = NULL;
-	FILE *f = stdout;
 	int ret;
 
-	ret = top_read(fd, o->pid, &r);
-	if (ret == -EOPNOTSUPP) {
-		fputs("taskstate metrics: the module keeps no per-state totals (loaded with totals=0)\n",
-		      stderr);
-		return EXIT_FAILURE;
-	}
+	ret = taskstate_info(fd, &info);
+	if (!ret)
+		ret = top_read(fd, o->pids, o->npids, NULL, 0, false, &r);
 	if (ret) {
 		fprintf(stderr, "taskstate metrics: %s\n", strerror(-ret));
 		return EXIT_FAILURE;
 	}
 	qsort(r.rows, r.n, sizeof(*r.rows), cmp_tgid);
-	/* A scraper must never see half a file: write aside, rename. */
-	if (o->out) {
-		if (asprintf(&tmp, "%s.tmp.%d", o->out, (int)getpid()) < 0) {
-			free(r.rows);
-			return EXIT_FAILURE;
-		}
-		f = fopen(tmp, "w");
-		if (!f) {
-			fprintf(stderr, "taskstate metrics: %s: %s\n", tmp,
-				strerror(errno));
-			free(tmp);
-			free(r.rows);
-			return EXIT_FAILURE;
-		}
-	}
-	put_metrics(f, fd, &r);
+	if (o->out)
+		ret = write_atomically(o->out, fd, &r, &info, o->group);
+	else
+		put_metrics(stdout, fd, &r, &info, o->group);
 	free(r.rows);
-	if (!o->out)
-		return EXIT_SUCCESS;
-	ret = ferror(f) | fclose(f);
-	if (!ret && rename(tmp, o->out))
-		ret = -1;
-	if (ret) {
-		fprintf(stderr, "taskstate metrics: %s: %s\n", o->out,
-			strerror(errno));
-		unlink(tmp);
-	}
-	free(tmp);
 	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -9,27 +9,41 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "format.h"
+
 /* top's sort keys: a total (TASKSTATE_TOTAL_*), or these. */
 #define TOP_SORT_TID	100
 
 struct top_opts {
-	unsigned int pid;	/* 0: every process */
+	struct ts_filter filter;	/* -p, -t: pids, tids */
 	unsigned int delay_ms;	/* between refreshes */
 	unsigned int count;	/* refreshes, 0: until interrupted */
 	unsigned int sort;	/* TASKSTATE_TOTAL_* or TOP_SORT_TID */
 	bool json;
+	bool process;		/* --process: one row per process */
 };
 
-/* The sort key named s ("run", ..., "other", "tid"); -1 if none is. */
+/*
+ * The sort key named s ("running", "runnable", "sleeping", "blocked",
+ * "other", "tid"); -1 if none is.
+ */
 int top_sort_key(const char *s);
 
 /* Run top on fd; an exit status. */
 int top_run(int fd, const struct top_opts *o);
 
+/* metrics --group-by */
+enum metrics_group { GROUP_PID, GROUP_COMM, GROUP_CGROUP };
+
 struct metrics_opts {
-	unsigned int pid;	/* 0: every process */
-	const char *out;	/* NULL: stdout; else written atomically */
+	uint32_t *pids;		/* -p: only these processes */
+	size_t npids;
+	enum metrics_group group;
+	const char *out;	/* NULL: stdout; else written atomically, 0644 */
 };
+
+/* "pid", "comm", "cgroup"; -1 for anything else. */
+int metrics_group_key(const char *s);
 
 /* Print the Prometheus text exposition; an exit status. */
 int metrics_run(int fd, const struct metrics_opts *o);

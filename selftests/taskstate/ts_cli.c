@@ -21,6 +21,7 @@
  * initramfs) the test mounts a private one in a mount namespace of its own.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -122,6 +123,20 @@ static char *num_str(char *buf, unsigned long long v)
 {
 	snprintf(buf, 24, "%llu", v);
 	return buf;
+}
+
+/* The command's spelling of a state: the library's name in lowercase. */
+static const char *cli_state(unsigned int state)
+{
+	static char names[TASKSTATE_NR_STATES + 1][16];
+	const char *name = taskstate_state_name(state);
+	char *o = names[state < TASKSTATE_NR_STATES ? state : TASKSTATE_NR_STATES];
+	size_t i;
+
+	for (i = 0; name[i] && i < 15; i++)
+		o[i] = tolower((unsigned char)name[i]);
+	o[i] = '\0';
+	return o;
 }
 
 /* --- running the command ---------------------------------------------------- */
@@ -271,7 +286,7 @@ static bool parse_row(const char *line, struct row *r)
 		return false;
 	snprintf(r->comm, sizeof(r->comm), "%s", line + end);
 	return taskstate_state_from_name(r->state) >= 0 &&
-	       !strcmp(r->state, taskstate_state_name(taskstate_state_from_name(r->state)));
+	       !strcmp(r->state, cli_state(taskstate_state_from_name(r->state)));
 }
 
 /*
@@ -334,7 +349,7 @@ static bool parse_human(const char *s, uint64_t *ns, uint64_t *step)
 /* One row of show without --ns: TID TGID STATE SINCE AGE COMM. */
 struct hrow {
 	uint32_t tid, tgid;
-	char state[16], since[16], age[16];
+	char state[16], since[32], age[16];	/* since: wall time too */
 	char comm[64];
 };
 
@@ -343,7 +358,7 @@ static bool parse_hrow(const char *line, struct hrow *r)
 	int end = 0;
 
 	memset(r, 0, sizeof(*r));
-	if (sscanf(line, "%" SCNu32 " %" SCNu32 " %15s %15s %15s %n",
+	if (sscanf(line, "%" SCNu32 " %" SCNu32 " %15s %31s %15s %n",
 		   &r->tid, &r->tgid, r->state, r->since, r->age, &end) != 5 ||
 	    !end || !line[end])
 		return false;
@@ -407,7 +422,7 @@ static int parse_watch_counts(const char *line,
 		int end = 0;
 
 		if (sscanf(line, "%15s %u%n", name, &count[s], &end) != 2 ||
-		    strcmp(name, taskstate_state_name(s)))
+		    strcmp(name, cli_state(s)))
 			return -1;
 		sum += count[s];
 		line += end;
@@ -675,7 +690,7 @@ static void expect_row(struct __test_metadata *_metadata, const struct row *row,
 
 	EXPECT_EQ(pid, row->tid);
 	EXPECT_EQ(pid, row->tgid);
-	EXPECT_STREQ(taskstate_state_name(taskstate_state(w)), row->state);
+	EXPECT_STREQ(cli_state(taskstate_state(w)), row->state);
 	EXPECT_EQ(since, row->since);
 	/* The command's "now" was read while it ran. */
 	EXPECT_LE(taskstate_age_ns(w, r->t0), row->age);
@@ -724,7 +739,7 @@ TEST_F(cli, track_untrack)
 	 * A thread: tracked with a snapshot taken by this very command, with
 	 * the time it went to sleep as the scheduler knows it (issue 18).
 	 */
-	run_cli(_metadata, self->cli, &r, "track", NUM(pid), NULL);
+	run_cli(_metadata, self->cli, &r, "track", "-t", NUM(pid), NULL);
 	snprintf(want, sizeof(want), "tracked 1 thread (tid %d)\n", pid);
 	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
 	EXPECT_STREQ(want, r.out.p) RUN_LOG(&r);
@@ -735,7 +750,7 @@ TEST_F(cli, track_untrack)
 	EXPECT_GE(r.t1, taskstate_since_ns(w));
 	run_free(&r);
 
-	run_cli(_metadata, self->cli, &r, "untrack", NUM(pid), NULL);
+	run_cli(_metadata, self->cli, &r, "untrack", "--tid", NUM(pid), NULL);
 	snprintf(want, sizeof(want), "untracked 1 thread (tid %d)\n", pid);
 	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
 	EXPECT_STREQ(want, r.out.p) RUN_LOG(&r);
@@ -779,12 +794,17 @@ TEST_F_TIMEOUT(cli, bad_input, 300)
 	gone = free_pid();
 	ASSERT_LT(0, gone);
 
-	run_cli(_metadata, self->cli, &r, "track", "abc", NULL);
+	run_cli(_metadata, self->cli, &r, "track", "-p", "abc", NULL);
 	expect_failure(_metadata, &r, EXIT_USAGE, "'abc'");
 	run_free(&r);
 
-	run_cli(_metadata, self->cli, &r, "track", "0", NULL);
+	run_cli(_metadata, self->cli, &r, "track", "-t", "0", NULL);
 	expect_failure(_metadata, &r, EXIT_USAGE, "'0'");
+	run_free(&r);
+
+	/* An ID alone is neither a process nor a thread: refused. */
+	run_cli(_metadata, self->cli, &r, "track", NUM(self->sleeper), NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, NUM(self->sleeper));
 	run_free(&r);
 
 	run_cli(_metadata, self->cli, &r, "track", "-p", NUM(gone), NULL);
@@ -792,7 +812,7 @@ TEST_F_TIMEOUT(cli, bad_input, 300)
 	EXPECT_TRUE(strstr(r.err.p, strerror(ESRCH)) != NULL) RUN_LOG(&r);
 	run_free(&r);
 
-	run_cli(_metadata, self->cli, &r, "track", NUM(gone), NULL);
+	run_cli(_metadata, self->cli, &r, "track", "-t", NUM(gone), NULL);
 	expect_failure(_metadata, &r, EXIT_ERROR, NUM(gone));
 	run_free(&r);
 
@@ -801,7 +821,34 @@ TEST_F_TIMEOUT(cli, bad_input, 300)
 	run_free(&r);
 
 	run_cli(_metadata, self->cli, &r, "track", NULL);
-	expect_failure(_metadata, &r, EXIT_USAGE, "ID");
+	expect_failure(_metadata, &r, EXIT_USAGE, "-p PIDS or -t TIDS");
+	run_free(&r);
+
+	/* What the user typed is quoted through the sanitiser. */
+	run_cli(_metadata, self->cli, &r, "show", "--state", "\033[2J\033]0;x\a\xff", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'?[2J?]0;x?" "?'");
+	EXPECT_TRUE(strchr(r.err.p, '\033') == NULL) RUN_LOG(&r);
+	run_free(&r);
+
+	/* Old spellings: top's short sort keys, metrics -o FILE. */
+	run_cli(_metadata, self->cli, &r, "top", "-o", "run", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'run'");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "metrics", "-o", "/dev/null", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "-o");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "watch", "--stuck-states", "nap", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'nap'");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "metrics", "--group-by", "tid", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'tid'");
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "show", "--since", "utc", NULL);
+	expect_failure(_metadata, &r, EXIT_USAGE, "'utc'");
 	run_free(&r);
 
 	run_cli(_metadata, self->cli, &r, "show", "-p", "abc", NULL);
@@ -878,19 +925,26 @@ TEST_F_TIMEOUT(cli, help, 300)
 
 TEST_F(cli, version)
 {
+	static const char *const args[][2] = {
+		{ "--version", NULL }, { "-V", NULL }, { "show", "-V" },
+		{ "metrics", "--version" },
+	};
 	struct run r;
+	size_t i;
 
 	NEED_SETUP();
-	run_cli(_metadata, self->cli, &r, "--version", NULL);
-	EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
-	EXPECT_EQ(0, strncmp(r.out.p, "taskstate ", 10)) RUN_LOG(&r);
-	/* "taskstate X.Y.Z\n": digits and dots, one line. */
-	EXPECT_EQ(strlen(r.out.p) - 11, strspn(r.out.p + 10, "0123456789."))
-		RUN_LOG(&r);
-	EXPECT_TRUE(isdigit((unsigned char)r.out.p[10])) RUN_LOG(&r);
-	EXPECT_TRUE(ends_with(r.out.p, "\n")) RUN_LOG(&r);
-	EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
-	run_free(&r);
+	for (i = 0; i < ARRAY_SIZE(args); i++) {
+		run_cli(_metadata, self->cli, &r, args[i][0], args[i][1], NULL);
+		EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+		EXPECT_EQ(0, strncmp(r.out.p, "taskstate ", 10)) RUN_LOG(&r);
+		/* "taskstate X.Y.Z\n": digits and dots, one line. */
+		EXPECT_EQ(strlen(r.out.p) - 11, strspn(r.out.p + 10, "0123456789."))
+			RUN_LOG(&r);
+		EXPECT_TRUE(isdigit((unsigned char)r.out.p[10])) RUN_LOG(&r);
+		EXPECT_TRUE(ends_with(r.out.p, "\n")) RUN_LOG(&r);
+		EXPECT_STREQ("", r.err.p) RUN_LOG(&r);
+		run_free(&r);
+	}
 }
 
 /* --- show ------------------------------------------------------------------- */
@@ -994,7 +1048,7 @@ static void check_json(struct __test_metadata *_metadata,
 	snprintf(head, sizeof(head),
 		 "{\"tid\": %d, \"tgid\": %d, \"state\": \"%s\", "
 		 "\"since_ns\": %" PRIu64 ", \"age_ns\": ", pid, pid,
-		 taskstate_state_name(state), (uint64_t)taskstate_since_ns(w));
+		 cli_state(state), (uint64_t)taskstate_since_ns(w));
 	obj = strstr(r.out.p, head);
 	ASSERT_TRUE(obj != NULL) TH_LOG("no '%s' in:\n%s", head, r.out.p);
 	errno = 0;
@@ -1021,7 +1075,7 @@ TEST_F(cli, show_json)
 		   STOPPED_COMM);
 
 	/* All threads: still one valid array, both children in it. */
-	run_cli(_metadata, self->cli, &r, "show", "--json", NULL);
+	run_cli(_metadata, self->cli, &r, "show", "-J", NULL);
 	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
 	EXPECT_TRUE(json_is_threads_object(r.out.p)) RUN_LOG(&r);
 	snprintf(want, sizeof(want), "{\"tid\": %d, \"tgid\": %d, ",
@@ -1066,7 +1120,7 @@ static void check_show_human(struct __test_metadata *_metadata,
 	line = next_line(&p);
 	ASSERT_TRUE(parse_hrow(line, &row)) TH_LOG("row: '%s'", line);
 	EXPECT_EQ(pid, row.tid);
-	EXPECT_STREQ(taskstate_state_name(state), row.state);
+	EXPECT_STREQ(cli_state(state), row.state);
 	EXPECT_STREQ(comm, row.comm);
 	ASSERT_TRUE(parse_human(row.since, &v, &step)) TH_LOG("SINCE '%s'", row.since);
 	EXPECT_LE(v, taskstate_since_ns(w)) TH_LOG("SINCE '%s'", row.since);
@@ -1226,7 +1280,8 @@ TEST_F(cli, watch_sort)
 				continue;
 		}
 		run_cli(_metadata, self->cli, &r, "watch", "--ns", "-n", "1",
-			"-s", "0", "-o", keys[k], "-p", both, NULL);
+			"-s", "0", "--stuck-states", "S,T", "-o", keys[k],
+			"-p", both, NULL);
 		ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
 		p = r.out.p;
 		for (nr = 0; (line = next_line(&p)); nr++) {
@@ -1351,6 +1406,9 @@ TEST_F(cli, watch_pipe)
 
 	NEED_SETUP();
 	w = settled_word(_metadata, self, pid, TASKSTATE_SLEEPING);
+	/* Asleep for longer than the default --stuck time, 1 s. */
+	if (taskstate_age_ns(w, taskstate_now_ns()) < 1100 * NS_PER_MS)
+		ts_sleep_ms(1100 - taskstate_age_ns(w, taskstate_now_ns()) / NS_PER_MS);
 	run_cli(_metadata, self->cli, &r, "watch", "--ns", "--count", "2", "-p",
 		NUM(pid), NULL);
 	ASSERT_EQ(w, ts_word_of(self->fd, pid)) TH_LOG("the word moved");
@@ -1397,10 +1455,14 @@ TEST_F(cli, watch_pipe)
 			ASSERT_TRUE(parse_row(line + 2, &row))
 				TH_LOG("line '%s'", line);
 			expect_row(_metadata, &row, pid, w, SLEEPER_COMM, &r);
-			/* Marked, and counted, iff asleep for over 1000 ms. */
-			EXPECT_EQ(row.age > 1000 * NS_PER_MS, line[0] == '!')
-				TH_LOG("line '%s'", line);
-			EXPECT_EQ(line[0] == '!', head.stuck);
+			/*
+			 * Asleep for over the 1000 ms --stuck time, and
+			 * still not stuck: only blocked threads are, by
+			 * default.
+			 */
+			EXPECT_LT(1000 * NS_PER_MS, row.age);
+			EXPECT_EQ(' ', line[0]) TH_LOG("line '%s'", line);
+			EXPECT_EQ(0, head.stuck);
 			break;
 		default:
 			EXPECT_TRUE(false) TH_LOG("extra line '%s'", line);
@@ -1713,7 +1775,8 @@ static void check_watch_tty(struct __test_metadata *_metadata,
 	pid_t pid = self->sleeper, cli;
 	char stuck_arg[24], pid_arg[24];
 	char *argv[] = { "taskstate", "watch", "-p", pid_arg, "-d",
-			 "100ms", "--stuck", stuck_arg, "--ns", NULL };
+			 "100ms", "--stuck", stuck_arg, "--stuck-states",
+			 "sleeping", "--ns", NULL };
 	struct termios before, during, after;
 	struct buf out = { 0 };
 	struct run span;	/* the times watch ran between */
@@ -1724,7 +1787,7 @@ static void check_watch_tty(struct __test_metadata *_metadata,
 
 	w = asleep_for(_metadata, self, pid, 300);
 	snprintf(pid_arg, sizeof(pid_arg), "%d", pid);
-	snprintf(stuck_arg, sizeof(stuck_arg), "%u", stuck_ms);
+	snprintf(stuck_arg, sizeof(stuck_arg), "%ums", stuck_ms);
 	buf_add(&out, "", 0);
 
 	pty_open(_metadata, &t);
@@ -1857,7 +1920,7 @@ static void show_on_pty(struct __test_metadata *_metadata,
 	status = pty_wait_exit(cli, t.master, out, 10000);
 	pty_close(&t);
 	EXPECT_EQ(EXIT_OK, status_code(status)) TH_LOG("%s", out->p);
-	EXPECT_TRUE(strstr(out->p, "STOPPED") != NULL) TH_LOG("%s", out->p);
+	EXPECT_TRUE(strstr(out->p, "stopped") != NULL) TH_LOG("%s", out->p);
 }
 
 TEST_F_TIMEOUT(cli, show_color, 60)
@@ -1872,13 +1935,420 @@ TEST_F_TIMEOUT(cli, show_color, 60)
 		const char *shown = settings[i] ? settings[i] : "(unset)";
 
 		show_on_pty(_metadata, self, settings[i], &out);
-		EXPECT_EQ(color, strstr(out.p, "\033[33mSTOPPED") != NULL)
+		EXPECT_EQ(color, strstr(out.p, "\033[33mstopped") != NULL)
 			TH_LOG("NO_COLOR '%s':\n%s", shown, out.p);
 		/* No colour at all with NO_COLOR, and nothing else either. */
 		if (!color)
 			EXPECT_TRUE(strchr(out.p, 0x1b) == NULL) TH_LOG("%s", out.p);
 		buf_free(&out);
 	}
+}
+
+/* --- hostile names, and the rest of the option vocabulary ------------------ */
+
+/* s is valid UTF-8 (RFC 3629: no overlong form, surrogate, or > U+10FFFF). */
+static bool valid_utf8(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	unsigned char lo, hi;
+	size_t n, i;
+
+	while (*s) {
+		if (*s < 0x80) {
+			s++;
+			continue;
+		}
+		if (*s < 0xc2 || *s > 0xf4)
+			return false;
+		n = *s < 0xe0 ? 2 : *s < 0xf0 ? 3 : 4;
+		lo = *s == 0xe0 ? 0xa0 : *s == 0xf0 ? 0x90 : 0x80;
+		hi = *s == 0xed ? 0x9f : *s == 0xf4 ? 0x8f : 0xbf;
+		for (i = 1; i < n; i++, lo = 0x80, hi = 0xbf)
+			if (s[i] < lo || s[i] > hi)
+				return false;
+		s += n;
+	}
+	return true;
+}
+
+/*
+ * What plain output (a pipe) may hold: valid UTF-8 and no control
+ * character (C0 but the line feed, DEL, C1) that a terminal would act on.
+ */
+static bool terminal_safe(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	if (!valid_utf8(str))
+		return false;
+	for (; *s; s++) {
+		if ((*s < 0x20 && *s != '\n') || *s == 0x7f)
+			return false;
+		if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] < 0xa0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Names any user can give a thread (prctl(PR_SET_NAME), 15 bytes at
+ * most), what a terminal must be shown (ts_sanitize(): '?' for each
+ * control character and each byte that is not UTF-8), and the Prometheus
+ * label value (U+FFFD for the same).
+ */
+static const struct {
+	const char *comm, *shown, *label;
+} hostile[] = {
+	/* Clear the screen, set the terminal's title, ring the bell. */
+	{ "x\033[2J\033]0;pw\a", "x?[2J?]0;pw?",
+	  "x\xef\xbf\xbd[2J\xef\xbf\xbd]0;pw\xef\xbf\xbd" },
+	/* Not UTF-8, then U+009B: CSI for a terminal reading C1. */
+	{ "\xff\xfe\xc2\x9b" "2Jbad", "???2Jbad",
+	  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "2Jbad" },
+	/* The longest name, 15 bytes, kept whole. */
+	{ "123456789012345", "123456789012345", "123456789012345" },
+};
+
+static bool has_totals(FIXTURE_DATA(cli) *self)
+{
+	return self->info.map_flags & TASKSTATE_MAP_F_TOTALS;
+}
+
+/* Every command that shows a thread name, on each hostile name. */
+TEST_F_TIMEOUT(cli, hostile_names, 300)
+{
+	char want[256];
+	size_t i;
+
+	NEED_SETUP();
+	for (i = 0; i < ARRAY_SIZE(hostile); i++) {
+		pid_t pid = start_child(hostile[i].comm);
+		char *p, *line;
+		struct row row;
+		struct run r;
+
+		ASSERT_LT(0, pid);
+		track_process(_metadata, self, pid, TASKSTATE_SLEEPING);
+		TH_LOG("name %zu: shown as '%s'", i, hostile[i].shown);
+
+		/* show: the row's COMM sanitised. */
+		run_cli(_metadata, self->cli, &r, "show", "--ns", "-p", NUM(pid), NULL);
+		EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+		EXPECT_TRUE(terminal_safe(r.out.p)) RUN_LOG(&r);
+		p = r.out.p;
+		next_line(&p);
+		line = next_line(&p);
+		ASSERT_TRUE(line && parse_row(line, &row)) RUN_LOG(&r);
+		EXPECT_STREQ(hostile[i].shown, row.comm);
+		run_free(&r);
+
+		/* show -J: JSON escapes, U+FFFD, the output valid UTF-8. */
+		run_cli(_metadata, self->cli, &r, "show", "-J", "-p", NUM(pid), NULL);
+		EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+		EXPECT_TRUE(json_is_threads_object(r.out.p)) RUN_LOG(&r);
+		EXPECT_TRUE(valid_utf8(r.out.p)) RUN_LOG(&r);
+		EXPECT_TRUE(strchr(r.out.p, '\033') == NULL) RUN_LOG(&r);
+		if (i == 0)
+			EXPECT_TRUE(strstr(r.out.p, "\"comm\": \"x\\u001b[2J\\u001b]0;pw\\u0007\"}") != NULL)
+				RUN_LOG(&r);
+		if (i == 1)
+			EXPECT_TRUE(strstr(r.out.p, "\"comm\": \"\\ufffd\\ufffd\xc2\x9b" "2Jbad\"}") != NULL)
+				RUN_LOG(&r);
+		run_free(&r);
+
+		/* watch, in a pipe. */
+		run_cli(_metadata, self->cli, &r, "watch", "-n", "1", "-p", NUM(pid), NULL);
+		EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+		EXPECT_TRUE(terminal_safe(r.out.p)) RUN_LOG(&r);
+		snprintf(want, sizeof(want), " %s\n", hostile[i].shown);
+		EXPECT_TRUE(strstr(r.out.p, want) != NULL) RUN_LOG(&r);
+		run_free(&r);
+
+		if (has_totals(self)) {
+			/* top, per thread and per process. */
+			run_cli(_metadata, self->cli, &r, "top", "-n", "1", "-d",
+				"100ms", "-p", NUM(pid), NULL);
+			EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+			EXPECT_TRUE(terminal_safe(r.out.p)) RUN_LOG(&r);
+			EXPECT_TRUE(strstr(r.out.p, want) != NULL) RUN_LOG(&r);
+			run_free(&r);
+			run_cli(_metadata, self->cli, &r, "top", "--process", "-n", "1",
+				"-d", "100ms", "-p", NUM(pid), NULL);
+			EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+			EXPECT_TRUE(terminal_safe(r.out.p)) RUN_LOG(&r);
+			EXPECT_TRUE(strstr(r.out.p, want) != NULL) RUN_LOG(&r);
+			run_free(&r);
+		}
+
+		/* metrics: the label value valid UTF-8, U+FFFD for the rest. */
+		run_cli(_metadata, self->cli, &r, "metrics", "-p", NUM(pid), NULL);
+		EXPECT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+		EXPECT_TRUE(terminal_safe(r.out.p)) RUN_LOG(&r);
+		snprintf(want, sizeof(want),
+			 "taskstate_threads{pid=\"%d\",comm=\"%s\",state=\"sleeping\"} 1\n",
+			 pid, hostile[i].label);
+		EXPECT_TRUE(strstr(r.out.p, want) != NULL) RUN_LOG(&r);
+		run_free(&r);
+
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+/* watch -d 0 and top -d 0: refreshes 100 ms apart, never a busy loop. */
+TEST_F(cli, min_delay)
+{
+	struct run r;
+
+	NEED_SETUP();
+	run_cli(_metadata, self->cli, &r, "watch", "-n", "4", "-d", "0", "-p",
+		NUM(self->sleeper), NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_EQ(4, count_str(r.out.p, "taskstate ")) RUN_LOG(&r);
+	EXPECT_LE(3 * 100 * NS_PER_MS, r.t1 - r.t0);
+	run_free(&r);
+	if (!has_totals(self))
+		return;
+	run_cli(_metadata, self->cli, &r, "top", "-n", "2", "-d", "0", "-p",
+		NUM(self->sleeper), NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_LE(2 * 100 * NS_PER_MS, r.t1 - r.t0);
+	run_free(&r);
+}
+
+/* --state with ps's letters, case-sensitive. */
+TEST_F(cli, show_state_letters)
+{
+	uint32_t tids[8];
+	char both[48];
+
+	NEED_SETUP();
+	settled_word(_metadata, self, self->sleeper, TASKSTATE_SLEEPING);
+	settled_word(_metadata, self, self->stopped, TASKSTATE_STOPPED);
+	snprintf(both, sizeof(both), "%d,%d", self->sleeper, self->stopped);
+	EXPECT_EQ(1, show_tids(_metadata, self->cli, tids, 8, "-p", both,
+			       "--state", "S"));
+	EXPECT_EQ((uint32_t)self->sleeper, tids[0]);
+	EXPECT_EQ(1, show_tids(_metadata, self->cli, tids, 8, "-p", both,
+			       "--state", "T"));
+	EXPECT_EQ((uint32_t)self->stopped, tids[0]);
+	EXPECT_EQ(0, show_tids(_metadata, self->cli, tids, 8, "-p", both,
+			       "--state", "t,D,R,Z"));
+	EXPECT_EQ(2, show_tids(_metadata, self->cli, tids, 8, "-p", both,
+			       "--state", "S,stopped"));
+}
+
+/* show --since wall: SINCE in local wall-clock time, JSON in UTC. */
+TEST_F(cli, show_since_wall)
+{
+	uint64_t w = settled_word(_metadata, self, self->sleeper, TASKSTATE_SLEEPING);
+	int y, mo, d, h, mi, sec, ms, end = 0;
+	struct timespec rt;
+	double want, got;
+	char *p, *line;
+	struct hrow row;
+	struct tm tm;
+	struct run r;
+
+	NEED_SETUP();
+	run_cli(_metadata, self->cli, &r, "show", "--since", "wall", "-p",
+		NUM(self->sleeper), NULL);
+	clock_gettime(CLOCK_REALTIME, &rt);
+	/* The wall time the word was stamped at, by the clocks now. */
+	want = rt.tv_sec + rt.tv_nsec / 1e9 -
+	       (taskstate_now_ns() - taskstate_since_ns(w)) / 1e9;
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	p = r.out.p;
+	next_line(&p);
+	line = next_line(&p);
+	ASSERT_TRUE(line && parse_hrow(line, &row)) RUN_LOG(&r);
+	ASSERT_EQ(7, sscanf(row.since, "%4d-%2d-%2dT%2d:%2d:%2d.%3d%n", &y, &mo,
+			    &d, &h, &mi, &sec, &ms, &end)) TH_LOG("SINCE '%s'", row.since);
+	EXPECT_EQ(23, end) TH_LOG("SINCE '%s'", row.since);
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	tm.tm_isdst = -1;
+	got = mktime(&tm) + ms / 1000.0;
+	/* Cut to the ms, and the clocks read a moment apart. */
+	EXPECT_GT(0.5, got > want ? got - want : want - got)
+		TH_LOG("SINCE '%s' is %.3f, want %.3f", row.since, got, want);
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "show", "-J", "--since", "wall", "-p",
+		NUM(self->sleeper), NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_TRUE(json_is_threads_object(r.out.p)) RUN_LOG(&r);
+	p = strstr(r.out.p, "\"since_wall\": \"");
+	ASSERT_TRUE(p != NULL) RUN_LOG(&r);
+	EXPECT_EQ('Z', p[15 + 23]) RUN_LOG(&r);
+	run_free(&r);
+}
+
+/* info -J: one JSON object with the keys of info. */
+TEST_F(cli, info_json)
+{
+	struct run r;
+	const char *end;
+
+	NEED_SETUP();
+	run_cli(_metadata, self->cli, &r, "info", "-J", NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	end = json_value(r.out.p, 0);
+	ASSERT_TRUE(end != NULL) RUN_LOG(&r);
+	EXPECT_STREQ("\n", end) RUN_LOG(&r);
+	EXPECT_EQ(0, strncmp(r.out.p, "{\"abi_version\": 1, ", 19)) RUN_LOG(&r);
+	EXPECT_TRUE(strstr(r.out.p, "\"watch_reads\": \"mmap\"}") != NULL) RUN_LOG(&r);
+	run_free(&r);
+}
+
+/* top -p LIST, -t LIST, --process: the rows asked for, no other. */
+TEST_F(cli, top_selection)
+{
+	char both[48];
+	struct run r;
+
+	NEED_SETUP();
+	if (!has_totals(self))
+		SKIP(return, "the module keeps no per-state totals");
+	snprintf(both, sizeof(both), "%d,%d", self->sleeper, self->stopped);
+	run_cli(_metadata, self->cli, &r, "top", "-J", "-n", "1", "-d", "100ms",
+		"-p", both, NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_EQ(2, count_str(r.out.p, "{\"tid\":")) RUN_LOG(&r);
+	EXPECT_EQ(1, count_str(r.out.p, "\"state\":\"stopped\"")) RUN_LOG(&r);
+	EXPECT_EQ(1, count_str(r.out.p, "\"state\":\"sleeping\"")) RUN_LOG(&r);
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "top", "-J", "-n", "1", "-d", "100ms",
+		"-t", NUM(self->stopped), NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_EQ(1, count_str(r.out.p, "{\"tid\":")) RUN_LOG(&r);
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "top", "--process", "-J", "-n", "1",
+		"-d", "100ms", "-o", "sleeping", "-p", both, NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_EQ(2, count_str(r.out.p, "{\"pid\":")) RUN_LOG(&r);
+	EXPECT_EQ(2, count_str(r.out.p, "\"threads\":1,")) RUN_LOG(&r);
+	EXPECT_EQ(1, count_str(r.out.p, "\"processes\":[")) RUN_LOG(&r);
+	run_free(&r);
+}
+
+/* The value of the sample that starts with prefix, or -1. */
+static double sample(const char *text, const char *prefix)
+{
+	const char *p = strstr(text, prefix);
+
+	return p ? strtod(p + strlen(prefix), NULL) : -1;
+}
+
+/*
+ * metrics --output under umask 077: mode 0644 (node_exporter's user reads
+ * it), no temporary file left, every state's series (0 included), the
+ * oldest age, the health series; --group-by comm.
+ */
+TEST_F(cli, metrics_file)
+{
+	const char *dir = getenv("TS_OUT") ? getenv("TS_OUT") : "/tmp";
+	uint64_t w = settled_word(_metadata, self, self->sleeper, TASKSTATE_SLEEPING);
+	char path[PATH_MAX], pre[256], both[48], text[65536];
+	struct dirent *de;
+	struct stat st;
+	struct run r;
+	const char *p;
+	mode_t old;
+	ssize_t len;
+	double v;
+	DIR *dd;
+	int fd;
+
+	NEED_SETUP();
+	snprintf(path, sizeof(path), "%s/ts_cli_metrics.prom", dir);
+	snprintf(both, sizeof(both), "%d,%d", self->sleeper, self->stopped);
+	unlink(path);
+	old = umask(077);
+	run_cli(_metadata, self->cli, &r, "metrics", "-p", both, "--output", path, NULL);
+	umask(old);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_STREQ("", r.out.p);
+	EXPECT_STREQ("", r.err.p);
+	ASSERT_EQ(0, stat(path, &st));
+	EXPECT_EQ(0644, st.st_mode & 07777) TH_LOG("mode %o", st.st_mode & 07777);
+	fd = open(path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	len = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	ASSERT_LT(0, len);
+	text[len] = '\0';
+	dd = opendir(dir);
+	ASSERT_TRUE(dd != NULL);
+	while ((de = readdir(dd)))
+		EXPECT_TRUE(strncmp(de->d_name, "ts_cli_metrics.prom.", 20))
+			TH_LOG("left: %s", de->d_name);
+	closedir(dd);
+	unlink(path);
+
+	/* Every state of the sleeper's process, 0 included. */
+	snprintf(pre, sizeof(pre), "taskstate_threads{pid=\"%d\",comm=\"%s\",state=\"",
+		 self->sleeper, SLEEPER_COMM);
+	EXPECT_EQ(7, count_str(text, pre)) TH_LOG("%s", text);
+	snprintf(pre, sizeof(pre), "taskstate_threads{pid=\"%d\",comm=\"%s\",state=\"sleeping\"} ",
+		 self->sleeper, SLEEPER_COMM);
+	EXPECT_EQ(1, sample(text, pre)) TH_LOG("%s", text);
+	snprintf(pre, sizeof(pre), "taskstate_threads{pid=\"%d\",comm=\"%s\",state=\"blocked\"} ",
+		 self->sleeper, SLEEPER_COMM);
+	EXPECT_EQ(0, sample(text, pre)) TH_LOG("%s", text);
+	/* The oldest sleeper: its age while the command ran. */
+	snprintf(pre, sizeof(pre), "taskstate_oldest_seconds{pid=\"%d\",comm=\"%s\",state=\"sleeping\"} ",
+		 self->sleeper, SLEEPER_COMM);
+	v = sample(text, pre);
+	EXPECT_LE(taskstate_age_ns(w, r.t0) / 1e9 - 1e-9, v) TH_LOG("%s", text);
+	EXPECT_GE(taskstate_age_ns(w, r.t1) / 1e9 + 1e-9, v) TH_LOG("%s", text);
+	snprintf(pre, sizeof(pre), "taskstate_oldest_seconds{pid=\"%d\",comm=\"%s\",state=\"stopped\"} ",
+		 self->stopped, STOPPED_COMM);
+	EXPECT_LT(0, sample(text, pre)) TH_LOG("%s", text);
+	/* HELP and TYPE for each family. */
+	EXPECT_EQ(count_str(text, "# HELP "), count_str(text, "# TYPE ")) TH_LOG("%s", text);
+	EXPECT_TRUE(strstr(text, "# TYPE taskstate_oldest_seconds gauge\n") != NULL) TH_LOG("%s", text);
+	EXPECT_EQ(has_totals(self),
+		  strstr(text, "# TYPE taskstate_state_seconds_total counter\n") != NULL);
+	EXPECT_EQ(has_totals(self), sample(text, "\ntaskstate_totals_enabled "));
+	EXPECT_LE(2, sample(text, "\ntaskstate_tracked_threads "));
+	EXPECT_EQ(self->info.max_threads, sample(text, "\ntaskstate_table_slots "));
+	EXPECT_LE(0, sample(text, "\ntaskstate_untracked_threads_total "));
+	EXPECT_TRUE(strstr(text, "\ntaskstate_info{abi_version=\"1\",") != NULL) TH_LOG("%s", text);
+	run_free(&r);
+
+	run_cli(_metadata, self->cli, &r, "metrics", "-p", both, "--group-by", "comm", NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	snprintf(pre, sizeof(pre), "taskstate_threads{comm=\"%s\",state=\"stopped\"} ", STOPPED_COMM);
+	EXPECT_EQ(1, sample(r.out.p, pre)) RUN_LOG(&r);
+	EXPECT_TRUE(strstr(r.out.p, "pid=") == NULL) RUN_LOG(&r);
+	run_free(&r);
+
+	/* The cgroup v2 path, "" where no cgroup2 is mounted (no "0::"). */
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", self->sleeper);
+	fd = open(path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	len = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	ASSERT_LE(0, len);
+	text[len] = '\0';
+	p = strstr(text, "0::");
+	p = p && (p == text || p[-1] == '\n') ? p + 3 : "";
+	snprintf(pre, sizeof(pre), "taskstate_threads{cgroup=\"%.*s\",state=\"sleeping\"} 1\n",
+		 (int)strcspn(p, "\n"), p);
+	run_cli(_metadata, self->cli, &r, "metrics", "-p", NUM(self->sleeper),
+		"--group-by", "cgroup", NULL);
+	ASSERT_EQ(EXIT_OK, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_TRUE(strstr(r.out.p, pre) != NULL) TH_LOG("no %s", pre);
+	EXPECT_TRUE(strstr(r.out.p, "pid=") == NULL) RUN_LOG(&r);
+	run_free(&r);
 }
 
 TEST_HARNESS_MAIN

@@ -371,6 +371,8 @@ static void *stuck_worker(void *arg)
 	return NULL;
 }
 
+#define SLEEPERS	(1U << TASKSTATE_SLEEPING)
+
 TEST(stuck_check_reports_long_sleepers_only)
 {
 	static struct stuck_threads t;
@@ -403,7 +405,9 @@ TEST(stuck_check_reports_long_sleepers_only)
 	ts_sleep_ms(400);
 
 	memset(out, 0xcc, sizeof(out));
-	n = taskstate_stuck_check(&m, l, 3, 200000000, 0, out, 3, &gone);
+	/* The default mask is BLOCKED alone: a sleeper is not stuck. */
+	EXPECT_EQ(0, taskstate_stuck_check(&m, l, 3, 200000000, 0, out, 3, NULL));
+	n = taskstate_stuck_check(&m, l, 3, 200000000, SLEEPERS, out, 3, &gone);
 	EXPECT_EQ(1, n);
 	EXPECT_EQ(0, gone);
 	EXPECT_EQ(0, out[0].which);
@@ -411,10 +415,10 @@ TEST(stuck_check_reports_long_sleepers_only)
 	EXPECT_LE(200000000, out[0].age_ns);
 	EXPECT_GT(60000000000ULL, out[0].age_ns);
 	/* A longer threshold, another state, no room for the answer. */
-	EXPECT_EQ(0, taskstate_stuck_check(&m, l, 3, 60000000000ULL, 0, out, 3, NULL));
+	EXPECT_EQ(0, taskstate_stuck_check(&m, l, 3, 60000000000ULL, SLEEPERS, out, 3, NULL));
 	EXPECT_EQ(0, taskstate_stuck_check(&m, l, 3, 200000000,
 					   1U << TASKSTATE_BLOCKED, out, 3, NULL));
-	EXPECT_EQ(1, taskstate_stuck_check(&m, l, 3, 200000000, 0, NULL, 0, NULL));
+	EXPECT_EQ(1, taskstate_stuck_check(&m, l, 3, 200000000, SLEEPERS, NULL, 0, NULL));
 	EXPECT_EQ(-EINVAL, taskstate_stuck_check(NULL, l, 3, 0, 0, NULL, 0, NULL));
 
 	/* Gone: once the short sleeper's thread is freed, its entry is not its. */

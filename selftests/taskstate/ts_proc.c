@@ -303,7 +303,7 @@ static int scrape(pid_t pid, __u64 v[NT])
 		"running", "runnable", "sleeping", "blocked", "other",
 	};
 	unsigned long long s, ns;
-	static const char metric[] = "taskstate_process_state_seconds_total{";
+	static const char metric[] = "taskstate_state_seconds_total{";
 	char cmd[512], line[512], state[32];
 	int k, seen = 0;
 	FILE *f;
