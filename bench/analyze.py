@@ -524,7 +524,7 @@ def main():
         return (f"; paired within rounds: {fmt(p[0])} (CI {fmt(p[1])}-"
                 f"{fmt(p[2])}, {verdict_le(*p, limit).replace('**', '')})")
 
-    # Issue 15's limits (issue 10 had asked T/N <= 1.05, E/N <= 1.01).
+    # The limits set for the probes' cost.
     for c, what, limit in (("A", "Every thread tracked", 1.05),
                            ("T", "Tracking the benchmark's threads", 1.03),
                            ("E", "Nothing tracked", 1.005)):
@@ -1011,7 +1011,7 @@ largest single part of the tracked probe.  With the guest's default HPET
 each read would be an emulated device access instead (not measured here);
 that is why the guests are booted with `tsc=reliable clocksource=tsc`, and
 the run fails if the clocksource is anything else.
-Per-state totals (issue 13): every build keeps them by default; z is the
+Per-state totals: every build keeps them by default; z is the
 product's build loaded with totals=0, so c against z (here and in section
 2) is what the totals cost: per changed word, one more 8-byte load and
 store in the entry's cache line (and on arm64 two store barriers).
@@ -1116,7 +1116,7 @@ are emulated; on hardware the ratios would differ (not measured).
     w("## 5b. Host table microbenchmark (bench/tbench, native)\n")
     w("The sched_switch probe's memory work, compiled in user space: find "
       "both tasks' entries and store their words and totals, the chained "
-      "layout the module had before issue 15 (*old*: bucket head, chain "
+      "layout kept in bench/tbench.c for comparison (*old*: bucket head, chain "
       "node, entry) against module/index.h (*new*: one bucket, the entry).  "
       "*warm*: two tasks switching; *cold*: random pairs of the N tracked "
       "tasks; *miss*: random untracked tasks.  *lines*: module cache lines "

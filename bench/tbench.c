@@ -4,7 +4,7 @@
  * find a task's entry and store its word and totals, for the two tasks of
  * a switch, with the module's table code compiled in user space.
  *
- *   old  the chained layout the module had until issue 15: an array of
+ *   old  a chained hash, the alternative index.h is measured against: an array of
  *        hlist heads (8 bytes, one per slot rounded up to a power of
  *        two), 48-byte slots holding the chain node and the owner, and
  *        the 64-byte public entry (ts_pub[]) at the slot's index;

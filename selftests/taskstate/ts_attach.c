@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ts_attach: with track_all=0 the probes are on the scheduler's
- * tracepoints only while something is tracked (issue 15): attached
+ * tracepoints only while something is tracked: attached
  * before TRACK returns, detached once the last tracked thread is
  * untracked or gone, and nothing tracked misses a change meanwhile.
  *

@@ -737,7 +737,7 @@ TEST_F(cli, track_untrack)
 
 	/*
 	 * A thread: tracked with a snapshot taken by this very command, with
-	 * the time it went to sleep as the scheduler knows it (issue 18).
+	 * the time it went to sleep as the scheduler knows it.
 	 */
 	run_cli(_metadata, self->cli, &r, "track", "-t", NUM(pid), NULL);
 	snprintf(want, sizeof(want), "tracked 1 thread (tid %d)\n", pid);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ts_mutex: the two examples built on the mapping (issue 17).
+ * ts_mutex: the two examples built on the mapping (examples/).
  *  - examples/adaptive_mutex.c, in both of its modes (mapped: waiters read
  *    the owner's state; plain: no mapping, a plain futex mutex): mutual
  *    exclusion under a many-thread stress with a counter, no lost wakeup
