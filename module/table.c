@@ -165,21 +165,45 @@ static u64 ts_proc_now_locked(void)
 }
 
 /*
- * Add @pub's totals up to @now (its current state's time included) to
- * @sum.  False for a thread with no word yet (nothing to add), or whose
- * totals could not be read consistently (ts_pub_read(); not seen).
+ * Add the totals of @s's thread up to @now (its current state's time
+ * included), less the time before its insert (pre_ns), to @sum.  False
+ * for a thread with no word yet (nothing to add).
+ *
+ * A read (ts_proc_read()) may give up on a word that keeps changing
+ * (ts_pub_read(); not seen): false, the thread is left out of that one
+ * answer, which shown_ns keeps from going back.  A fold (@fold, its
+ * totals moving into exited_ns for good) retries until the read is
+ * consistent, as dropping it would lose them.  That cannot deadlock: a
+ * failed read means a writer is between its stores (entry.h), and the
+ * writers take no lock the folder holds (ts_lock), nor wait for
+ * anything on the folder's CPU.  They run with interrupts off (the
+ * probes under a run queue lock or pi_lock; ts_snapshot() under ts_lock
+ * or local_irq_save()), so the folder cannot have interrupted one on
+ * its own CPU, and a writer on another CPU finishes its few stores.  The
+ * one writer with interrupts on, try_to_wake_up() of current, writes
+ * current's word; the folds are of a freed thread (final switch made)
+ * and of UNTRACK's threads from process context, which a writer in
+ * preemption-disabled code on the same CPU runs to its end before.  The
+ * wait is a writer's few stores, or a host's preemption of its vCPU.
  */
 static bool ts_proc_add(u64 sum[TASKSTATE_MAP_NR_TOTALS],
-			const struct ts_pub *pub, u64 now)
+			const struct ts_slot *s, u64 now, bool fold)
 {
 	struct taskstate_totals t;
 	unsigned int i;
 	u64 word;
 
-	if (!ts_pub_read(pub, &word, &t) || !word)
+	while (!ts_pub_read(ts_slot_pub(s), &word, &t)) {
+		if (!fold)
+			return false;
+		cpu_relax();
+	}
+	if (!word)
 		return false;
 	t.state_ns[taskstate_total_of(taskstate_state(word))] +=
 		taskstate_age_ns(word, now);
+	/* At most what is there: a first change stamped a little early. */
+	t.state_ns[s->pre_tot] -= min(s->pre_ns, t.state_ns[s->pre_tot]);
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
 		sum[i] += t.state_ns[i];
 	return true;
@@ -203,7 +227,8 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 	unsigned int idx = s - ts_slots;
 	struct ts_slot *ls;
 
-	if (s->proc != TS_INDEX_NONE)
+	/* totals=0: no records, no lists (PROCESS is refused). */
+	if (!ts_totals || s->proc != TS_INDEX_NONE)
 		return;
 	if (leader == t) {
 		INIT_LIST_HEAD(&s->rec.members);
@@ -243,8 +268,7 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 	if (s->proc == TS_INDEX_NONE)
 		return;
 	h = &ts_slots[s->proc];
-	if (ts_totals &&
-	    ts_proc_add(h->rec.exited_ns, ts_slot_pub(s), ts_proc_now_locked()))
+	if (ts_proc_add(h->rec.exited_ns, s, ts_proc_now_locked(), true))
 		h->rec.nr_exited++;
 	s->proc = TS_INDEX_NONE;
 	if (h != s) {
@@ -307,6 +331,9 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 	s->way = ts_index_insert(&ts_index, t, idx);
 	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked + 1);
 	s->proc = TS_INDEX_NONE;
+	s->pre_ns = 0;
+	s->pre_tot = 0;
+	s->insert_ns = ts_totals ? ts_proc_now_locked() : 0;
 	ts_proc_join_locked(s, t);
 	return 0;
 }
@@ -465,9 +492,27 @@ void ts_snapshot(struct task_struct *t, u64 upto)
 	if (state != TASKSTATE_RUNNING && state != TASKSTATE_DEAD)
 		now = ts_since_estimate(t, now);
 	/* The word, then at once its start_ns: readers retry in between. */
-	local_irq_save(irqflags);
-	ts_pub_first(ts_slot_pub(s), taskstate_pack(state, now));
-	local_irq_restore(irqflags);
+	if (!ts_totals) {
+		local_irq_save(irqflags);
+		ts_pub_first(ts_slot_pub(s), taskstate_pack(state, now));
+		local_irq_restore(irqflags);
+		return;
+	}
+	/*
+	 * The records count a thread from its insert (uapi: "from when its
+	 * tracking begins"): an estimate before it is kept in the word, and
+	 * its part before the insert in pre_ns, which they leave out.  Both
+	 * under ts_lock, so that a fold or a read sees both or neither.
+	 * Otherwise a thread untracked (its time folded into its record)
+	 * and tracked again would bring that time a second time.
+	 */
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	if (ts_pub_first(ts_slot_pub(s), taskstate_pack(state, now)) &&
+	    READ_ONCE(s->task) == t && (s64)(s->insert_ns - now) > 0) {
+		s->pre_ns = s->insert_ns - now;
+		s->pre_tot = taskstate_total_of(state);
+	}
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
 
 static void ts_slot_reuse(struct rcu_head *head)
@@ -599,9 +644,9 @@ void ts_proc_read(struct task_struct *leader, struct taskstate_process *p)
 	p->nr_threads = 1;
 	memcpy(p->exited_ns, h->rec.exited_ns, sizeof(p->exited_ns));
 	memcpy(p->state_ns, h->rec.exited_ns, sizeof(p->state_ns));
-	ts_proc_add(p->state_ns, ts_slot_pub(h), now);
+	ts_proc_add(p->state_ns, h, now, false);
 	list_for_each_entry(m, &h->rec.members, proc_node) {
-		ts_proc_add(p->state_ns, ts_slot_pub(m), now);
+		ts_proc_add(p->state_ns, m, now, false);
 		p->nr_threads++;
 	}
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++) {

@@ -44,7 +44,15 @@ struct ts_slot {
 	 * members through proc_node.
 	 */
 	u32 proc;
+	u32 pre_tot;			/* TASKSTATE_TOTAL_* of pre_ns */
 	struct list_head proc_node;
+	/*
+	 * For the records, which count a thread from its insert (insert_ns,
+	 * ts_proc_now_locked()): the time before it that ts_snapshot()'s
+	 * estimate put into the first word's state.  ts_lock.
+	 */
+	u64 insert_ns;
+	u64 pre_ns;
 	struct ts_proc rec;		/* while proc is this slot */
 };
 

@@ -441,6 +441,46 @@ TEST_F(proc, untrack_of_a_thread_moves_its_totals)
 }
 
 /*
+ * A thread tracked again counts from then: the time before it, which its
+ * UNTRACK moved into the exited totals, is not counted a second time,
+ * though its word says when it fell asleep (the scheduler's estimate).
+ * The process's SLEEPING count grows by at most the time that passed
+ * per live thread, not by the sleeper's 2 s before the UNTRACK.
+ */
+TEST_F(proc, track_again_does_not_count_twice)
+{
+	struct taskstate_process p1, p2, p3;
+	struct sleeper s;
+	uint64_t nr, grew, bound;
+
+	ASSERT_EQ(0, sleeper_start(&s));
+	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
+	ts_sleep_ms(2000);
+	ASSERT_EQ(0, taskstate_untrack(self->fd, s.tid, false, &nr));
+	ASSERT_EQ(1, nr);
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p1));
+	/* Its 2 s went into the exited totals. */
+	ASSERT_LE(2000 * MS, p1.exited_ns[TASKSTATE_TOTAL_SLEEPING]);
+	ASSERT_EQ(0, taskstate_track(self->fd, s.tid, false, &nr));
+	ASSERT_EQ(1, nr);
+	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p2));
+	ts_sleep_ms(50);
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p3));
+	ASSERT_EQ(2, p3.nr_threads);
+	grew = p3.state_ns[TASKSTATE_TOTAL_SLEEPING] -
+	       p1.state_ns[TASKSTATE_TOTAL_SLEEPING];
+	/* Each live thread slept at most the time between p1 and p3. */
+	bound = p3.nr_threads * (p3.now_ns - p1.now_ns) + 20 * MS;
+	TH_LOG("SLEEPING grew %llu ms in %llu ms",
+	       (unsigned long long)(grew / MS),
+	       (unsigned long long)((p3.now_ns - p1.now_ns) / MS));
+	EXPECT_GE(bound, grew);
+	EXPECT_EQ(-1, first_drop(p1.state_ns, p2.state_ns));
+	sleeper_stop(&s);
+}
+
+/*
  * The record lives with its leader's tracking: UNTRACK of the leader
  * ends it (valid 0, every out field 0); a lone thread tracked without
  * its leader starts none; tracking the process again starts a new one.
