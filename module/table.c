@@ -152,6 +152,7 @@ u64 ts_inserts_now(void)
  * least that one's time.
  */
 static u64 ts_proc_now;
+static u64 ts_proc_last_start;		/* the latest record's start_ns */
 
 static u64 ts_proc_now_locked(void)
 {
@@ -235,6 +236,10 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 		memset(s->rec.exited_ns, 0, sizeof(s->rec.exited_ns));
 		memset(s->rec.shown_ns, 0, sizeof(s->rec.shown_ns));
 		s->rec.nr_exited = 0;
+		/* Later than every record's before: a restart shows. */
+		s->rec.start_ns = max(ts_proc_now_locked(),
+				      ts_proc_last_start + 1);
+		ts_proc_last_start = s->rec.start_ns;
 		s->proc = idx;
 		return;
 	}
@@ -292,6 +297,7 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 		memcpy(next->rec.shown_ns, s->rec.shown_ns,
 		       sizeof(next->rec.shown_ns));
 		next->rec.nr_exited = s->rec.nr_exited;
+		next->rec.start_ns = s->rec.start_ns;
 		next->proc = nidx;
 		list_for_each_entry(m, &next->rec.members, proc_node)
 			m->proc = nidx;
@@ -641,6 +647,7 @@ void ts_proc_read(struct task_struct *leader, struct taskstate_process *p)
 	p->valid = 1;
 	p->now_ns = now;
 	p->nr_exited = h->rec.nr_exited;
+	p->start_ns = h->rec.start_ns;
 	p->nr_threads = 1;
 	memcpy(p->exited_ns, h->rec.exited_ns, sizeof(p->exited_ns));
 	memcpy(p->state_ns, h->rec.exited_ns, sizeof(p->state_ns));

@@ -25,6 +25,7 @@ struct ts_proc {
 	u64 exited_ns[TASKSTATE_MAP_NR_TOTALS];
 	u64 shown_ns[TASKSTATE_MAP_NR_TOTALS];	/* last answered */
 	u64 nr_exited;
+	u64 start_ns;		/* when it began, uapi start_ns */
 };
 
 /*

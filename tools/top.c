@@ -277,80 +277,94 @@ static const char *const metric_totals[NT] = {
 };
 
 /*
- * A process's per-state totals, for counters: the module's (PROCESS),
- * which keep its exited threads' time, so they go down only when the
- * process ends; for a process whose leader is not tracked, which has
- * none, the sum of its listed threads (@rows[0..n-1]) alone.
+ * One process's lines of one metric family (@pass): 0 its per-state
+ * counters, 1 its threads per state now, 2 when its counters began.
+ * The counters and their start are the module's (PROCESS: @p), which
+ * keep its exited threads' time; a process whose leader is not tracked
+ * (@p->valid 0) has none, and gets no counter: the sum of its live
+ * threads would go down when one exits.
  */
-static void process_totals(int fd, const struct top_row *rows, uint32_t n,
-			   uint64_t sum[NT])
+static void put_process(FILE *f, const struct top_row *rows, uint32_t n,
+			const struct taskstate_process *p, int pass)
 {
-	struct taskstate_process p;
-	uint32_t i;
-	int k;
-
-	if (taskstate_process(fd, rows[0].tgid, &p) == 1) {
-		for (k = 0; k < NT; k++)
-			sum[k] = p.state_ns[k];
-		return;
-	}
-	for (k = 0; k < NT; k++)
-		for (sum[k] = 0, i = 0; i < n; i++)
-			sum[k] += rows[i].at[k];
-}
-
-/* One process's lines of one metric family. */
-static void put_process(FILE *f, int fd, const struct top_row *rows,
-			uint32_t n, bool counters)
-{
-	uint64_t sum[NT] = { 0 }, threads[TASKSTATE_NR_STATES] = { 0 };
+	uint64_t threads[TASKSTATE_NR_STATES] = { 0 };
 	char comm[TS_COMM_MAX];
 	uint32_t i;
 	int k;
 
+	if (pass != 1 && !p->valid)
+		return;
 	for (i = 0; i < n; i++)
 		threads[taskstate_state(rows[i].word)]++;
-	if (counters)
-		process_totals(fd, rows, n, sum);
 	if (taskstate_comm(rows[0].tgid, comm, sizeof(comm)) < 0)
 		strcpy(comm, "");
-	for (k = 0; k < (counters ? NT : TASKSTATE_NR_STATES); k++) {
-		if (!counters && (k == TASKSTATE_NONE || !threads[k]))
+	if (pass == 2) {
+		fprintf(f, "taskstate_process_start_time_seconds{pid=\"%" PRIu32 "\",comm=\"",
+			rows[0].tgid);
+		put_label(f, comm);
+		fprintf(f, "\"} %" PRIu64 ".%09" PRIu64 "\n",
+			(uint64_t)p->start_ns / 1000000000,
+			(uint64_t)p->start_ns % 1000000000);
+		return;
+	}
+	for (k = 0; k < (pass ? TASKSTATE_NR_STATES : NT); k++) {
+		if (pass && (k == TASKSTATE_NONE || !threads[k]))
 			continue;
 		fprintf(f, "taskstate_%s{pid=\"%" PRIu32 "\",comm=\"",
-			counters ? "process_state_seconds_total" :
-				   "process_threads", rows[0].tgid);
+			pass ? "process_threads" :
+			       "process_state_seconds_total", rows[0].tgid);
 		put_label(f, comm);
-		if (counters)
+		if (!pass)
 			fprintf(f, "\",state=\"%s\"} %" PRIu64 ".%09" PRIu64 "\n",
-				metric_totals[k], sum[k] / 1000000000,
-				sum[k] % 1000000000);
+				metric_totals[k],
+				(uint64_t)p->state_ns[k] / 1000000000,
+				(uint64_t)p->state_ns[k] % 1000000000);
 		else
 			fprintf(f, "\",state=\"%s\"} %" PRIu64 "\n",
 				metric_states[k], threads[k]);
 	}
 }
 
-static void put_metrics(FILE *f, int fd, const struct top_read *r)
+static const char *const metric_head[3] = {
+	"# HELP taskstate_process_state_seconds_total Seconds the tracked threads of a process, exited ones included, spent in each state since each began to be tracked (running, runnable, sleeping, blocked, other: stopped, traced, dead); only for a process whose leader is tracked.\n"
+	"# TYPE taskstate_process_state_seconds_total counter\n",
+	"# HELP taskstate_process_threads Tracked threads of a process in each state now.\n"
+	"# TYPE taskstate_process_threads gauge\n",
+	"# HELP taskstate_process_start_time_seconds When the counters of taskstate_process_state_seconds_total began, in seconds since boot (CLOCK_BOOTTIME): a new value means they restarted from zero.\n"
+	"# TYPE taskstate_process_start_time_seconds gauge\n",
+};
+
+/*
+ * Every process's lines, family by family.  One PROCESS per process,
+ * so that its counters and their start come from one look.
+ */
+static int put_metrics(FILE *f, int fd, const struct top_read *r)
 {
-	uint32_t i, j;
+	struct taskstate_process *procs;
+	uint32_t i, j, g;
 	int pass;
 
-	for (pass = 0; pass < 2; pass++) {
-		if (!pass)
-			fputs("# HELP taskstate_process_state_seconds_total Seconds the tracked threads of a process, exited ones included, spent in each state since each began to be tracked (running, runnable, sleeping, blocked, other: stopped, traced, dead).\n"
-			      "# TYPE taskstate_process_state_seconds_total counter\n",
-			      f);
-		else
-			fputs("# HELP taskstate_process_threads Tracked threads of a process in each state now.\n"
-			      "# TYPE taskstate_process_threads gauge\n", f);
-		for (i = 0; i < r->n; i = j) {
+	procs = calloc(r->n ? r->n : 1, sizeof(*procs));
+	if (!procs)
+		return -ENOMEM;
+	for (i = 0, g = 0; i < r->n; i = j, g++) {
+		for (j = i + 1; j < r->n &&
+		     r->rows[j].tgid == r->rows[i].tgid; j++)
+			;
+		if (taskstate_process(fd, r->rows[i].tgid, &procs[g]) != 1)
+			procs[g].valid = 0;
+	}
+	for (pass = 0; pass < 3; pass++) {
+		fputs(metric_head[pass], f);
+		for (i = 0, g = 0; i < r->n; i = j, g++) {
 			for (j = i + 1; j < r->n &&
 			     r->rows[j].tgid == r->rows[i].tgid; j++)
 				;
-			put_process(f, fd, &r->rows[i], j - i, !pass);
+			put_process(f, &r->rows[i], j - i, &procs[g], pass);
 		}
 	}
+	free(procs);
+	return 0;
 }
 
 int metrics_run(int fd, const struct metrics_opts *o)
@@ -386,8 +400,17 @@ int metrics_run(int fd, const struct metrics_opts *o)
 			return EXIT_FAILURE;
 		}
 	}
-	put_metrics(f, fd, &r);
+	ret = put_metrics(f, fd, &r);
 	free(r.rows);
+	if (ret) {
+		fprintf(stderr, "taskstate metrics: %s\n", strerror(-ret));
+		if (o->out) {
+			fclose(f);
+			unlink(tmp);
+			free(tmp);
+		}
+		return EXIT_FAILURE;
+	}
 	if (!o->out)
 		return EXIT_SUCCESS;
 	ret = ferror(f) | fclose(f);

@@ -210,7 +210,8 @@ static bool written(const struct ts_cmd *c, const void *buf, uint32_t size)
 		/* valid 0 (not tracked as a process) answers zeros */
 		return a->size == size && a->valid <= 1 &&
 		       a->now_ns != POISON64 && a->nr_exited != POISON64 &&
-		       (a->valid || !a->now_ns);
+		       a->start_ns != POISON64 &&
+		       (a->valid || (!a->now_ns && !a->start_ns));
 	}
 	}
 	return false;

@@ -685,7 +685,7 @@ TEST_F(totals, metrics_prometheus_text)
 	}
 	/* The rm ran, and ls found no temporary file: its status is 2. */
 	EXPECT_NE(0, pclose(f));
-	EXPECT_EQ(4, comments);
+	EXPECT_EQ(6, comments);
 	EXPECT_LE(2, samples);
 	EXPECT_LT(0, running);
 	EXPECT_LE(1, sleeping);
