@@ -152,6 +152,10 @@ u64 ts_inserts_now(void)
  * least that one's time.
  */
 static u64 ts_proc_now;
+
+/* PROCESS's walk: threads per ts_lock hold, restarts (ts_proc_read()). */
+#define TS_PROC_CHUNK	256
+#define TS_PROC_TRIES	4
 static u64 ts_proc_last_start;		/* the latest record's start_ns */
 
 static u64 ts_proc_now_locked(void)
@@ -236,6 +240,7 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 		memset(s->rec.exited_ns, 0, sizeof(s->rec.exited_ns));
 		memset(s->rec.shown_ns, 0, sizeof(s->rec.shown_ns));
 		s->rec.nr_exited = 0;
+		s->rec.seq++;
 		/* Later than every record's before: a restart shows. */
 		s->rec.start_ns = max(ts_proc_now_locked(),
 				      ts_proc_last_start + 1);
@@ -248,6 +253,7 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 		return;
 	s->proc = ls->proc;
 	list_add_tail(&s->proc_node, &ts_slots[s->proc].rec.members);
+	ts_slots[s->proc].rec.seq++;
 }
 
 /*
@@ -273,6 +279,7 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 	if (s->proc == TS_INDEX_NONE)
 		return;
 	h = &ts_slots[s->proc];
+	h->rec.seq++;
 	if (ts_proc_add(h->rec.exited_ns, s, ts_proc_now_locked(), true))
 		h->rec.nr_exited++;
 	s->proc = TS_INDEX_NONE;
@@ -298,6 +305,7 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 		       sizeof(next->rec.shown_ns));
 		next->rec.nr_exited = s->rec.nr_exited;
 		next->rec.start_ns = s->rec.start_ns;
+		next->rec.seq++;
 		next->proc = nidx;
 		list_for_each_entry(m, &next->rec.members, proc_node)
 			m->proc = nidx;
@@ -617,11 +625,17 @@ void ts_retid(struct task_struct *t)
 /*
  * TASKSTATE_IOC_PROCESS: the totals of the process led by @leader (found
  * by its pid, under rcu_read_lock()), into the out fields of @p, which
- * the caller zeroed.  One look under ts_lock (uapi: "a thread is counted
- * live or exited, never both, never neither"): interrupts stay off for a
- * walk of the process's tracked threads, a few tens of ns each (a
- * consistent read of an entry), as the free probe's fold takes the same
- * lock.
+ * the caller zeroed.  One look at the record (uapi: "a thread is counted
+ * live or exited, never both, never neither"), under ts_lock, which the
+ * fork and free probes of every CPU take: so the walk of the process's
+ * threads drops it (and turns interrupts back on) after each
+ * TS_PROC_CHUNK of them, and goes on only if the record did not change
+ * meanwhile (its seq: every join, leave, start and hand-over bumps it;
+ * @s and @h cannot be reused, their release waits for the caller's RCU
+ * section), else starts again.  After TS_PROC_TRIES such starts it walks
+ * the rest in one hold, so a process whose threads keep coming and going
+ * is still answered: a hold then lasts up to its thread count's reads,
+ * a few tens of ns each (a consistent read of an entry).
  *
  * A live thread's time in its current state is counted up to now, and a
  * probe may be about to end that state at a time read a moment before
@@ -633,16 +647,18 @@ void ts_retid(struct task_struct *t)
  */
 void ts_proc_read(struct task_struct *leader, struct taskstate_process *p)
 {
+	unsigned int i, n, tries = 0;
 	unsigned long irqflags;
 	struct ts_slot *s, *h, *m;
-	unsigned int i;
-	u64 now;
+	u64 now, seq;
 
+retry:
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	s = ts_lookup(leader);
 	if (!s || s->proc == TS_INDEX_NONE)
 		goto out_unlock;
 	h = &ts_slots[s->proc];
+	seq = h->rec.seq;
 	now = ts_proc_now_locked();
 	p->valid = 1;
 	p->now_ns = now;
@@ -652,7 +668,21 @@ void ts_proc_read(struct task_struct *leader, struct taskstate_process *p)
 	memcpy(p->exited_ns, h->rec.exited_ns, sizeof(p->exited_ns));
 	memcpy(p->state_ns, h->rec.exited_ns, sizeof(p->state_ns));
 	ts_proc_add(p->state_ns, h, now, false);
+	n = 0;
 	list_for_each_entry(m, &h->rec.members, proc_node) {
+		if (++n % TS_PROC_CHUNK == 0 && tries < TS_PROC_TRIES) {
+			raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+			cpu_relax();
+			raw_spin_lock_irqsave(&ts_lock, irqflags);
+			/* @h is not reused inside the caller's RCU section. */
+			if (ts_lookup(leader) != s || h->rec.seq != seq) {
+				raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+				*p = (struct taskstate_process) {
+					.size = p->size, .pid = p->pid };
+				tries++;
+				goto retry;
+			}
+		}
 		ts_proc_add(p->state_ns, m, now, false);
 		p->nr_threads++;
 	}

@@ -26,6 +26,7 @@ struct ts_proc {
 	u64 shown_ns[TASKSTATE_MAP_NR_TOTALS];	/* last answered */
 	u64 nr_exited;
 	u64 start_ns;		/* when it began, uapi start_ns */
+	u64 seq;		/* bumped by each change, ts_proc_read() */
 };
 
 /*
