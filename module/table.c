@@ -177,36 +177,38 @@ static u64 ts_proc_now_locked(void)
  * A read (ts_proc_read()) may give up on a word that keeps changing
  * (ts_pub_read(); not seen): false, the thread is left out of that one
  * answer, which shown_ns keeps from going back.  A fold (@fold, its
- * totals moving into exited_ns for good) retries until the read is
- * consistent, as dropping it would lose them.  That cannot deadlock: a
- * failed read means a writer is between its stores (entry.h), and the
- * writers take no lock the folder holds (ts_lock), nor wait for
- * anything on the folder's CPU.  They run with interrupts off (the
- * probes under a run queue lock or pi_lock; ts_snapshot() under ts_lock
- * or local_irq_save()), so the folder cannot have interrupted one on
- * its own CPU, and a writer on another CPU finishes its few stores.  The
- * one writer with interrupts on, try_to_wake_up() of current, writes
- * current's word; the folds are of a freed thread (final switch made)
- * and of UNTRACK's threads from process context, which a writer in
- * preemption-disabled code on the same CPU runs to its end before.  The
- * wait is a writer's few stores, or a host's preemption of its vCPU.
+ * totals moving into exited_ns for good) must not lose them, and must
+ * not wait for the writer either: the one writer that runs with
+ * interrupts on, try_to_wake_up() of current (preemption off only),
+ * writes a first word then its start_ns, and an interrupt between the
+ * two can run RCU callbacks, whose free probe spins on the ts_lock the
+ * folder holds.  So a fold takes the last read as it is, which is at
+ * most one writer's step apart (entry.h: the total, smp_wmb(), the
+ * word): totals that a change already moved past the word's since-time
+ * (start_ns + their sum, later than it) count its current state from
+ * there, not twice; a first word without its start_ns yet has no
+ * totals.
  */
 static bool ts_proc_add(u64 sum[TASKSTATE_MAP_NR_TOTALS],
 			const struct ts_slot *s, u64 now, bool fold)
 {
 	struct taskstate_totals t;
+	u64 word, since, ahead;
 	unsigned int i;
-	u64 word;
 
-	while (!ts_pub_read(ts_slot_pub(s), &word, &t)) {
-		if (!fold)
-			return false;
-		cpu_relax();
-	}
+	if (!ts_pub_read(ts_slot_pub(s), &word, &t) && !fold)
+		return false;
 	if (!word)
 		return false;
+	since = taskstate_since_ns(word);
+	ahead = t.start_ns;
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		ahead += t.state_ns[i];
+	ahead &= TASKSTATE_TIME_MASK;
+	if (t.start_ns && (s64)(ahead - since) > 0)
+		since = ahead;
 	t.state_ns[taskstate_total_of(taskstate_state(word))] +=
-		taskstate_age_ns(word, now);
+		taskstate_age_ns(since, now);
 	/* At most what is there: a first change stamped a little early. */
 	t.state_ns[s->pre_tot] -= min(s->pre_ns, t.state_ns[s->pre_tot]);
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
