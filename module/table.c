@@ -153,6 +153,11 @@ u64 ts_inserts_now(void)
  */
 static u64 ts_proc_now;
 
+/* PROCESS's walk: threads per ts_lock hold, restarts (ts_proc_read()). */
+#define TS_PROC_CHUNK	256
+#define TS_PROC_TRIES	4
+static u64 ts_proc_last_start;		/* the latest record's start_ns */
+
 static u64 ts_proc_now_locked(void)
 {
 	u64 now = ktime_get_boot_fast_ns();
@@ -165,21 +170,47 @@ static u64 ts_proc_now_locked(void)
 }
 
 /*
- * Add @pub's totals up to @now (its current state's time included) to
- * @sum.  False for a thread with no word yet (nothing to add), or whose
- * totals could not be read consistently (ts_pub_read(); not seen).
+ * Add the totals of @s's thread up to @now (its current state's time
+ * included), less the time before its insert (pre_ns), to @sum.  False
+ * for a thread with no word yet (nothing to add).
+ *
+ * A read (ts_proc_read()) may give up on a word that keeps changing
+ * (ts_pub_read(); not seen): false, the thread is left out of that one
+ * answer, which shown_ns keeps from going back.  A fold (@fold, its
+ * totals moving into exited_ns for good) must not lose them, and must
+ * not wait for the writer either: the one writer that runs with
+ * interrupts on, try_to_wake_up() of current (preemption off only),
+ * writes a first word then its start_ns, and an interrupt between the
+ * two can run RCU callbacks, whose free probe spins on the ts_lock the
+ * folder holds.  So a fold takes the last read as it is, which is at
+ * most one writer's step apart (entry.h: the total, smp_wmb(), the
+ * word): totals that a change already moved past the word's since-time
+ * (start_ns + their sum, later than it) count its current state from
+ * there, not twice; a first word without its start_ns yet has no
+ * totals.
  */
 static bool ts_proc_add(u64 sum[TASKSTATE_MAP_NR_TOTALS],
-			const struct ts_pub *pub, u64 now)
+			const struct ts_slot *s, u64 now, bool fold)
 {
 	struct taskstate_totals t;
+	u64 word, since, ahead;
 	unsigned int i;
-	u64 word;
 
-	if (!ts_pub_read(pub, &word, &t) || !word)
+	if (!ts_pub_read(ts_slot_pub(s), &word, &t) && !fold)
 		return false;
+	if (!word)
+		return false;
+	since = taskstate_since_ns(word);
+	ahead = t.start_ns;
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		ahead += t.state_ns[i];
+	ahead &= TASKSTATE_TIME_MASK;
+	if (t.start_ns && (s64)(ahead - since) > 0)
+		since = ahead;
 	t.state_ns[taskstate_total_of(taskstate_state(word))] +=
-		taskstate_age_ns(word, now);
+		taskstate_age_ns(since, now);
+	/* At most what is there: a first change stamped a little early. */
+	t.state_ns[s->pre_tot] -= min(s->pre_ns, t.state_ns[s->pre_tot]);
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
 		sum[i] += t.state_ns[i];
 	return true;
@@ -203,13 +234,19 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 	unsigned int idx = s - ts_slots;
 	struct ts_slot *ls;
 
-	if (s->proc != TS_INDEX_NONE)
+	/* totals=0: no records, no lists (PROCESS is refused). */
+	if (!ts_totals || s->proc != TS_INDEX_NONE)
 		return;
 	if (leader == t) {
 		INIT_LIST_HEAD(&s->rec.members);
 		memset(s->rec.exited_ns, 0, sizeof(s->rec.exited_ns));
 		memset(s->rec.shown_ns, 0, sizeof(s->rec.shown_ns));
 		s->rec.nr_exited = 0;
+		s->rec.seq++;
+		/* Later than every record's before: a restart shows. */
+		s->rec.start_ns = max(ts_proc_now_locked(),
+				      ts_proc_last_start + 1);
+		ts_proc_last_start = s->rec.start_ns;
 		s->proc = idx;
 		return;
 	}
@@ -218,6 +255,7 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 		return;
 	s->proc = ls->proc;
 	list_add_tail(&s->proc_node, &ts_slots[s->proc].rec.members);
+	ts_slots[s->proc].rec.seq++;
 }
 
 /*
@@ -243,8 +281,8 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 	if (s->proc == TS_INDEX_NONE)
 		return;
 	h = &ts_slots[s->proc];
-	if (ts_totals &&
-	    ts_proc_add(h->rec.exited_ns, ts_slot_pub(s), ts_proc_now_locked()))
+	h->rec.seq++;
+	if (ts_proc_add(h->rec.exited_ns, s, ts_proc_now_locked(), true))
 		h->rec.nr_exited++;
 	s->proc = TS_INDEX_NONE;
 	if (h != s) {
@@ -268,6 +306,8 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 		memcpy(next->rec.shown_ns, s->rec.shown_ns,
 		       sizeof(next->rec.shown_ns));
 		next->rec.nr_exited = s->rec.nr_exited;
+		next->rec.start_ns = s->rec.start_ns;
+		next->rec.seq++;
 		next->proc = nidx;
 		list_for_each_entry(m, &next->rec.members, proc_node)
 			m->proc = nidx;
@@ -307,6 +347,9 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 	s->way = ts_index_insert(&ts_index, t, idx);
 	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked + 1);
 	s->proc = TS_INDEX_NONE;
+	s->pre_ns = 0;
+	s->pre_tot = 0;
+	s->insert_ns = ts_totals ? ts_proc_now_locked() : 0;
 	ts_proc_join_locked(s, t);
 	return 0;
 }
@@ -465,9 +508,27 @@ void ts_snapshot(struct task_struct *t, u64 upto)
 	if (state != TASKSTATE_RUNNING && state != TASKSTATE_DEAD)
 		now = ts_since_estimate(t, now);
 	/* The word, then at once its start_ns: readers retry in between. */
-	local_irq_save(irqflags);
-	ts_pub_first(ts_slot_pub(s), taskstate_pack(state, now));
-	local_irq_restore(irqflags);
+	if (!ts_totals) {
+		local_irq_save(irqflags);
+		ts_pub_first(ts_slot_pub(s), taskstate_pack(state, now));
+		local_irq_restore(irqflags);
+		return;
+	}
+	/*
+	 * The records count a thread from its insert (uapi: "from when its
+	 * tracking begins"): an estimate before it is kept in the word, and
+	 * its part before the insert in pre_ns, which they leave out.  Both
+	 * under ts_lock, so that a fold or a read sees both or neither.
+	 * Otherwise a thread untracked (its time folded into its record)
+	 * and tracked again would bring that time a second time.
+	 */
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	if (ts_pub_first(ts_slot_pub(s), taskstate_pack(state, now)) &&
+	    READ_ONCE(s->task) == t && (s64)(s->insert_ns - now) > 0) {
+		s->pre_ns = s->insert_ns - now;
+		s->pre_tot = taskstate_total_of(state);
+	}
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
 
 static void ts_slot_reuse(struct rcu_head *head)
@@ -566,11 +627,17 @@ void ts_retid(struct task_struct *t)
 /*
  * TASKSTATE_IOC_PROCESS: the totals of the process led by @leader (found
  * by its pid, under rcu_read_lock()), into the out fields of @p, which
- * the caller zeroed.  One look under ts_lock (uapi: "a thread is counted
- * live or exited, never both, never neither"): interrupts stay off for a
- * walk of the process's tracked threads, a few tens of ns each (a
- * consistent read of an entry), as the free probe's fold takes the same
- * lock.
+ * the caller zeroed.  One look at the record (uapi: "a thread is counted
+ * live or exited, never both, never neither"), under ts_lock, which the
+ * fork and free probes of every CPU take: so the walk of the process's
+ * threads drops it (and turns interrupts back on) after each
+ * TS_PROC_CHUNK of them, and goes on only if the record did not change
+ * meanwhile (its seq: every join, leave, start and hand-over bumps it;
+ * @s and @h cannot be reused, their release waits for the caller's RCU
+ * section), else starts again.  After TS_PROC_TRIES such starts it walks
+ * the rest in one hold, so a process whose threads keep coming and going
+ * is still answered: a hold then lasts up to its thread count's reads,
+ * a few tens of ns each (a consistent read of an entry).
  *
  * A live thread's time in its current state is counted up to now, and a
  * probe may be about to end that state at a time read a moment before
@@ -582,26 +649,43 @@ void ts_retid(struct task_struct *t)
  */
 void ts_proc_read(struct task_struct *leader, struct taskstate_process *p)
 {
+	unsigned int i, n, tries = 0;
 	unsigned long irqflags;
 	struct ts_slot *s, *h, *m;
-	unsigned int i;
-	u64 now;
+	u64 now, seq;
 
+retry:
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	s = ts_lookup(leader);
 	if (!s || s->proc == TS_INDEX_NONE)
 		goto out_unlock;
 	h = &ts_slots[s->proc];
+	seq = h->rec.seq;
 	now = ts_proc_now_locked();
 	p->valid = 1;
 	p->now_ns = now;
 	p->nr_exited = h->rec.nr_exited;
+	p->start_ns = h->rec.start_ns;
 	p->nr_threads = 1;
 	memcpy(p->exited_ns, h->rec.exited_ns, sizeof(p->exited_ns));
 	memcpy(p->state_ns, h->rec.exited_ns, sizeof(p->state_ns));
-	ts_proc_add(p->state_ns, ts_slot_pub(h), now);
+	ts_proc_add(p->state_ns, h, now, false);
+	n = 0;
 	list_for_each_entry(m, &h->rec.members, proc_node) {
-		ts_proc_add(p->state_ns, ts_slot_pub(m), now);
+		if (++n % TS_PROC_CHUNK == 0 && tries < TS_PROC_TRIES) {
+			raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+			cpu_relax();
+			raw_spin_lock_irqsave(&ts_lock, irqflags);
+			/* @h is not reused inside the caller's RCU section. */
+			if (ts_lookup(leader) != s || h->rec.seq != seq) {
+				raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+				*p = (struct taskstate_process) {
+					.size = p->size, .pid = p->pid };
+				tries++;
+				goto retry;
+			}
+		}
+		ts_proc_add(p->state_ns, m, now, false);
 		p->nr_threads++;
 	}
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++) {

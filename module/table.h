@@ -25,6 +25,8 @@ struct ts_proc {
 	u64 exited_ns[TASKSTATE_MAP_NR_TOTALS];
 	u64 shown_ns[TASKSTATE_MAP_NR_TOTALS];	/* last answered */
 	u64 nr_exited;
+	u64 start_ns;		/* when it began, uapi start_ns */
+	u64 seq;		/* bumped by each change, ts_proc_read() */
 };
 
 /*
@@ -44,7 +46,15 @@ struct ts_slot {
 	 * members through proc_node.
 	 */
 	u32 proc;
+	u32 pre_tot;			/* TASKSTATE_TOTAL_* of pre_ns */
 	struct list_head proc_node;
+	/*
+	 * For the records, which count a thread from its insert (insert_ns,
+	 * ts_proc_now_locked()): the time before it that ts_snapshot()'s
+	 * estimate put into the first word's state.  ts_lock.
+	 */
+	u64 insert_ns;
+	u64 pre_ns;
 	struct ts_proc rec;		/* while proc is this slot */
 };
 

@@ -488,6 +488,7 @@ static struct group *make_groups(int fd, const struct top_read *r,
 				for (k = 0; k < NT; k++)
 					cur->total[k] += ns[k];
 				cur->counted = true;
+				cur->start_ns = pr.start_ns;
 			}
 		}
 		for (t = i; t < j; t++) {
@@ -504,7 +505,9 @@ static struct group *make_groups(int fd, const struct top_read *r,
 	return g;
 }
 
-static void put_labels(FILE *f, const struct group *g, enum metrics_group by)
+/* The group's labels, then a comma for a state label after them (@more). */
+static void put_labels(FILE *f, const struct group *g, enum metrics_group by,
+		       bool more)
 {
 	switch (by) {
 	case GROUP_PID:
@@ -520,7 +523,7 @@ static void put_labels(FILE *f, const struct group *g, enum metrics_group by)
 		prom_put_label(f, g->key);
 		break;
 	}
-	fputs("\",", f);
+	fputs(more ? "\"," : "\"", f);
 }
 
 static void put_seconds(FILE *f, uint64_t ns)
@@ -568,10 +571,23 @@ static void put_metrics(FILE *f, int fd, const struct top_read *r,
 				continue;
 			for (k = 0; k < NT; k++) {
 				fputs("taskstate_state_seconds_total{", f);
-				put_labels(f, &g[i], by);
+				put_labels(f, &g[i], by, true);
 				fprintf(f, "state=\"%s\"} ", ts_total_name(k));
 				put_seconds(f, g[i].total[k]);
 			}
+		}
+	}
+	if (r->totals && by == GROUP_PID) {
+		put_family(f, "taskstate_process_start_time_seconds", "gauge",
+			   "When the counters of taskstate_state_seconds_total began, in seconds since boot (CLOCK_BOOTTIME): a new value means they restarted from zero",
+			   by_names[by]);
+		for (i = 0; i < n; i++) {
+			if (!g[i].counted)
+				continue;
+			fputs("taskstate_process_start_time_seconds{", f);
+			put_labels(f, &g[i], by, false);
+			fputs("} ", f);
+			put_seconds(f, g[i].start_ns);
 		}
 	}
 	put_family(f, "taskstate_threads", "gauge",
@@ -581,7 +597,7 @@ static void put_metrics(FILE *f, int fd, const struct top_read *r,
 			if (!gauge_state(k))
 				continue;
 			fputs("taskstate_threads{", f);
-			put_labels(f, &g[i], by);
+			put_labels(f, &g[i], by, true);
 			fprintf(f, "state=\"%s\"} %" PRIu64 "\n", ts_state_name(k),
 				g[i].threads[k]);
 		}
@@ -594,7 +610,7 @@ static void put_metrics(FILE *f, int fd, const struct top_read *r,
 			if (!gauge_state(k))
 				continue;
 			fputs("taskstate_oldest_seconds{", f);
-			put_labels(f, &g[i], by);
+			put_labels(f, &g[i], by, true);
 			fprintf(f, "state=\"%s\"} ", ts_state_name(k));
 			put_seconds(f, g[i].oldest[k]);
 		}

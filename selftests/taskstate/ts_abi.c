@@ -210,7 +210,8 @@ static bool written(const struct ts_cmd *c, const void *buf, uint32_t size)
 		/* valid 0 (not tracked as a process) answers zeros */
 		return a->size == size && a->valid <= 1 &&
 		       a->now_ns != POISON64 && a->nr_exited != POISON64 &&
-		       (a->valid || !a->now_ns);
+		       a->start_ns != POISON64 &&
+		       (a->valid || (!a->now_ns && !a->start_ns));
 	}
 	}
 	return false;
@@ -1340,11 +1341,12 @@ TEST_F(abi, process_of_non_leader_tid_is_esrch)
 TEST_F(abi, process_size_ver0_is_whole_struct)
 {
 	EXPECT_EQ(TASKSTATE_PROCESS_SIZE_VER0, sizeof(struct taskstate_process));
-	EXPECT_EQ(offsetof(struct taskstate_process, exited_ns) +
-		  sizeof(((struct taskstate_process *)0)->exited_ns),
+	EXPECT_EQ(offsetof(struct taskstate_process, start_ns) +
+		  sizeof(((struct taskstate_process *)0)->start_ns),
 		  sizeof(struct taskstate_process));
 	EXPECT_EQ(16, offsetof(struct taskstate_process, now_ns));
 	EXPECT_EQ(40, offsetof(struct taskstate_process, state_ns));
+	EXPECT_EQ(120, offsetof(struct taskstate_process, start_ns));
 }
 
 TEST_F(abi, track_process_of_non_leader_tid_is_esrch)

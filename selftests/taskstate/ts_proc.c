@@ -272,6 +272,7 @@ TEST_F_TIMEOUT(proc, untrack_process_racing_exits, 180)
 {
 	struct taskstate_process p, prev;
 	struct churn c = { 0 };
+	uint64_t last_start = 0;
 	int round, i, k;
 
 	ASSERT_EQ(0, pthread_create(&c.thread, NULL, churner, &c));
@@ -284,6 +285,13 @@ TEST_F_TIMEOUT(proc, untrack_process_racing_exits, 180)
 			ASSERT_EQ(-1, k) TH_LOG("round %d: %s went down", round,
 						taskstate_total_name(k));
 			ASSERT_LE(prev.nr_exited, p.nr_exited);
+			/* Each round's record has its own start. */
+			if (i) {
+				ASSERT_EQ(prev.start_ns, p.start_ns);
+			} else {
+				ASSERT_LT(last_start, p.start_ns);
+			}
+			last_start = p.start_ns;
 			prev = p;
 		}
 		ASSERT_EQ(0, taskstate_untrack(self->fd, self->pid, true, NULL));
@@ -359,6 +367,43 @@ TEST_F_TIMEOUT(proc, metrics_counters_never_decrease, 180)
 	ASSERT_LE(10, c.exited);
 }
 
+/*
+ * One metrics scrape of @pid's counter lines (@counters), threads
+ * gauge lines of states some thread is in (@threads), and the start of its counters (@start_ns, 0
+ * if not shown); 0 or -1.
+ */
+static int scrape_families(pid_t pid, int *counters, int *threads,
+			   uint64_t *start_ns)
+{
+	static const char start[] = "taskstate_process_start_time_seconds{";
+	static const char counter[] = "taskstate_state_seconds_total{";
+	static const char gauge[] = "taskstate_threads{";
+	char cmd[512], line[512];
+	unsigned long long s, ns;
+	FILE *f;
+
+	*counters = *threads = 0;
+	*start_ns = 0;
+	snprintf(cmd, sizeof(cmd), "%.256s/taskstate metrics -p %d",
+		 getenv("TS_BIN"), (int)pid);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *v = strstr(line, "} ");
+
+		if (!strncmp(line, counter, sizeof(counter) - 1))
+			++*counters;
+		else if (!strncmp(line, gauge, sizeof(gauge) - 1) && v &&
+			 strcmp(v, "} 0\n"))
+			++*threads;	/* a state some thread is in */
+		else if (!strncmp(line, start, sizeof(start) - 1) && v &&
+			 sscanf(v, "} %llu.%9llu", &s, &ns) == 2)
+			*start_ns = s * 1000000000ULL + ns;
+	}
+	return pclose(f) ? -1 : 0;
+}
+
 struct sleeper {
 	pthread_t thread;
 	int pipe[2];
@@ -406,6 +451,40 @@ static void sleeper_stop(struct sleeper *s)
 }
 
 /*
+ * metrics: the counters of a process the module keeps a record of, with
+ * the start of that record; none for a process without one (its leader
+ * untracked alone), whose live threads' sum would go down, only its
+ * threads gauge.
+ */
+TEST_F(proc, metrics_counters_only_with_a_record)
+{
+	struct taskstate_process p;
+	int counters, threads;
+	struct sleeper s;
+	uint64_t start, nr;
+
+	if (!getenv("TS_BIN"))
+		SKIP(return, "TS_BIN (the taskstate CLI's directory) not set");
+	ASSERT_EQ(0, sleeper_start(&s));
+	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
+	ASSERT_EQ(0, scrape_families(self->pid, &counters, &threads, &start));
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p));
+	EXPECT_EQ(NT, counters);
+	EXPECT_LE(1, threads);
+	EXPECT_EQ(p.start_ns, start);
+
+	ASSERT_EQ(0, taskstate_untrack(self->fd, self->pid, false, &nr));
+	ASSERT_EQ(1, nr);
+	ASSERT_EQ(0, taskstate_process(self->fd, self->pid, &p));
+	ASSERT_EQ(0, scrape_families(self->pid, &counters, &threads, &start));
+	EXPECT_EQ(0, counters);
+	EXPECT_EQ(0, start);
+	/* The sleeper, still tracked, in the gauge. */
+	EXPECT_EQ(1, threads);
+	sleeper_stop(&s);
+}
+
+/*
  * UNTRACK of one thread moves its totals into the process's exited ones
  * (the counters do not drop); tracking it again counts it again from
  * then, as a new thread.
@@ -441,18 +520,61 @@ TEST_F(proc, untrack_of_a_thread_moves_its_totals)
 }
 
 /*
+ * A thread tracked again counts from then: the time before it, which its
+ * UNTRACK moved into the exited totals, is not counted a second time,
+ * though its word says when it fell asleep (the scheduler's estimate).
+ * The process's SLEEPING count grows by at most the time that passed
+ * per live thread, not by the sleeper's 2 s before the UNTRACK.
+ */
+TEST_F(proc, track_again_does_not_count_twice)
+{
+	struct taskstate_process p1, p2, p3;
+	struct sleeper s;
+	uint64_t nr, grew, bound;
+
+	ASSERT_EQ(0, sleeper_start(&s));
+	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
+	ts_sleep_ms(2000);
+	ASSERT_EQ(0, taskstate_untrack(self->fd, s.tid, false, &nr));
+	ASSERT_EQ(1, nr);
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p1));
+	/* Its 2 s went into the exited totals. */
+	ASSERT_LE(2000 * MS, p1.exited_ns[TASKSTATE_TOTAL_SLEEPING]);
+	ASSERT_EQ(0, taskstate_track(self->fd, s.tid, false, &nr));
+	ASSERT_EQ(1, nr);
+	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p2));
+	ts_sleep_ms(50);
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p3));
+	ASSERT_EQ(2, p3.nr_threads);
+	grew = p3.state_ns[TASKSTATE_TOTAL_SLEEPING] -
+	       p1.state_ns[TASKSTATE_TOTAL_SLEEPING];
+	/* Each live thread slept at most the time between p1 and p3. */
+	bound = p3.nr_threads * (p3.now_ns - p1.now_ns) + 20 * MS;
+	TH_LOG("SLEEPING grew %llu ms in %llu ms",
+	       (unsigned long long)(grew / MS),
+	       (unsigned long long)((p3.now_ns - p1.now_ns) / MS));
+	EXPECT_GE(bound, grew);
+	EXPECT_EQ(-1, first_drop(p1.state_ns, p2.state_ns));
+	sleeper_stop(&s);
+}
+
+/*
  * The record lives with its leader's tracking: UNTRACK of the leader
  * ends it (valid 0, every out field 0); a lone thread tracked without
  * its leader starts none; tracking the process again starts a new one.
  */
 TEST_F(proc, record_follows_the_leader)
 {
-	struct taskstate_process p, zero = { 0 };
+	struct taskstate_process p, p0, zero = { 0 };
 	struct sleeper s;
 	uint64_t nr;
 
 	ASSERT_EQ(0, sleeper_start(&s));
-	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p));
+	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p0));
+	/* When the record began, the fixture's TRACK or the load. */
+	EXPECT_NE(0, p0.start_ns);
+	EXPECT_GE(p0.now_ns, p0.start_ns);
 	ASSERT_EQ(0, taskstate_untrack(self->fd, self->pid, false, &nr));
 	ASSERT_EQ(1, nr);
 	ASSERT_EQ(0, taskstate_process(self->fd, self->pid, &p));
@@ -471,6 +593,9 @@ TEST_F(proc, record_follows_the_leader)
 	EXPECT_EQ(2, p.nr_threads);
 	EXPECT_EQ(0, p.nr_exited);
 	EXPECT_EQ(0, sum_of(p.exited_ns));
+	/* A new record, which a reader tells from the old one by this. */
+	EXPECT_LT(p0.now_ns, p.start_ns);
+	EXPECT_GE(p.now_ns, p.start_ns);
 	sleeper_stop(&s);
 }
 
@@ -492,11 +617,17 @@ TEST_F_TIMEOUT(proc, many_threads_counted_and_the_cost_of_one_look, 180)
 	pthread_attr_t attr;
 	int go[2], i, n = 0;
 	uint32_t filled;
+	long stack;
 
 	ASSERT_EQ(0, pipe(go));
-	/* Small stacks: 256 default ones would fill a 32-bit address space. */
+	/*
+	 * Small stacks: 256 default ones would fill a 32-bit address space.
+	 * 64 KiB, or the least the C library takes (aarch64's is 128 KiB).
+	 */
 	ASSERT_EQ(0, pthread_attr_init(&attr));
-	ASSERT_EQ(0, pthread_attr_setstacksize(&attr, 64 * 1024));
+	stack = sysconf(_SC_THREAD_STACK_MIN);
+	ASSERT_EQ(0, pthread_attr_setstacksize(&attr, stack > 64 * 1024 ?
+						     (size_t)stack : 64 * 1024));
 	for (i = 0; i < MANY; i++, n++)
 		if (pthread_create(&th[i], &attr, sleeper_on, &go[0]))
 			break;

@@ -688,7 +688,7 @@ TEST_F(totals, metrics_prometheus_text)
 	}
 	/* The rm ran, and ls found no temporary file: its status is 2. */
 	EXPECT_NE(0, pclose(f));
-	EXPECT_EQ(16, comments);	/* HELP and TYPE of 8 families */
+	EXPECT_EQ(18, comments);	/* HELP and TYPE of 9 families */
 	EXPECT_LE(2, samples);
 	EXPECT_LT(0, running);
 	EXPECT_LE(1, sleeping);

@@ -562,7 +562,8 @@ taskstate_map_read_totals(const struct taskstate_map_entry *e, __u32 gen,
  * DOC: Process totals
  *
  * A process's per-state totals, as a counter that only goes down when
- * the process ends: the totals of its tracked threads, and of those that
+ * the process ends, or when the module's record of it restarts
+ * (@start_ns changes): the totals of its tracked threads, and of those that
  * left it, kept by the module as the kernel keeps a dead thread's CPU
  * time in the process's signal_struct.  The module keeps them for a
  * process whose leader (the thread whose tid is the pid) is tracked:
@@ -611,6 +612,14 @@ taskstate_map_read_totals(const struct taskstate_map_entry *e, __u32 gen,
  *            totals with the time in their current state, plus
  *            @exited_ns
  * @exited_ns: out: the part of @state_ns that threads which left brought
+ * @start_ns: out: CLOCK_BOOTTIME time the record began (its leader's
+ *            tracking began): the counts above start from zero then.  A
+ *            different @start_ns for the same pid from one call to the
+ *            next means the record ended and a new one began between
+ *            them (UNTRACK and TRACK of the leader): the counts
+ *            restarted, as a counter does when its process restarts.
+ *            Each new record's @start_ns is later than every one given
+ *            before
  *
  * Errors: ESRCH no such process in the caller's pid namespace;
  * EOPNOTSUPP the module keeps no totals (totals=0).
@@ -625,9 +634,10 @@ struct taskstate_process {
 	__aligned_u64 nr_exited;
 	__aligned_u64 state_ns[TASKSTATE_MAP_NR_TOTALS];
 	__aligned_u64 exited_ns[TASKSTATE_MAP_NR_TOTALS];
+	__aligned_u64 start_ns;
 };
 
-#define TASKSTATE_PROCESS_SIZE_VER0	120
+#define TASKSTATE_PROCESS_SIZE_VER0	128
 
 #define TASKSTATE_IOC_PROCESS	_IO(TASKSTATE_IOC_TYPE, 0x06)
 
