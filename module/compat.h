@@ -4,7 +4,8 @@
  * wrappers and macros; the rest of the module never tests for a version.
  * Features are detected in Kbuild (grep on the kernel headers), not by
  * version: TS_HAVE_SCHED_DELAYED, TS_HAVE_SWITCH_PREV_STATE,
- * TS_HAVE_TASK_STATE_U (task_struct's __state), TS_HAVE_CLONE_FLAGS_U64.
+ * TS_HAVE_TASK_STATE_U (task_struct's __state), TS_HAVE_CLONE_FLAGS_U64,
+ * TS_HAVE_SCHED_INFO_LAST_QUEUED, TS_HAVE_EXIT_GROUP_DEAD.
  * A detection that goes wrong cannot go unnoticed: the
  * check_trace_callback_type_*() checks in probes.c and the field accesses
  * below stop the build.
@@ -74,6 +75,16 @@ static inline unsigned int ts_task_state(const struct task_struct *t)
 #define TS_SWITCH_PREV_STATE	ts_task_state(prev)
 #endif
 
+/*
+ * The sched_process_exit probe's parameters: 6.16 added group_dead
+ * (7.2 has it; 6.12 and earlier pass the task alone).
+ */
+#ifdef TS_HAVE_EXIT_GROUP_DEAD
+#define TS_EXIT_PROBE_ARGS	struct task_struct *p, bool group_dead
+#else
+#define TS_EXIT_PROBE_ARGS	struct task_struct *p
+#endif
+
 /* task_newtask's clone_flags: unsigned long up to 6.12 at least, u64 on 7.2. */
 #ifdef TS_HAVE_CLONE_FLAGS_U64
 #define TS_CLONE_FLAGS_T	u64
@@ -108,6 +119,27 @@ static inline bool ts_task_queued(const struct task_struct *prev)
 #else
 	/* A plain store under the run queue lock: see above. */
 	return data_race(READ_ONCE(prev->on_rq));
+#endif
+}
+
+/*
+ * When @t was last put on a run queue, in rq_clock() (sched_clock) ns, or
+ * 0: not queued since it last ran, or no record of it.
+ * sched_info.last_queued exists with CONFIG_SCHED_INFO (every Debian
+ * kernel; delay accounting and schedstats select it); what sets and
+ * clears it is in ts_since_estimate() (table.c).  Written plainly under
+ * the task's run queue lock, read here without it: data_race(), and the
+ * caller bounds the value.  TS_HAVE_SCHED_INFO_LAST_QUEUED: the field is
+ * in linux/sched.h (Kbuild greps for it); without it, or without
+ * CONFIG_SCHED_INFO, 0.
+ */
+static inline u64 ts_task_last_queued(const struct task_struct *t)
+{
+#if defined(TS_HAVE_SCHED_INFO_LAST_QUEUED) && defined(CONFIG_SCHED_INFO)
+	/* A plain store under the run queue lock: see above. */
+	return data_race(READ_ONCE(t->sched_info.last_queued));
+#else
+	return 0;
 #endif
 }
 

@@ -64,7 +64,7 @@ section_track_all() {
 		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_bpftrace"
 	run "$TS_BIN/ts_review" info_counts_are_system_wide_in_child_pidns \
-		churn_occupancy
+		churn_occupancy failed_exec_from_thread_keeps_its_tid
 	run "$TS_BIN/ts_attach"
 	check "unload" rmmod taskstate
 }
@@ -83,10 +83,12 @@ section_track_none() {
 	check "examples/stuck_pool finds its stuck worker (track_all=0)" \
 		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_review" untrack_process_racing_clone \
-		info_counts_are_system_wide_in_child_pidns
+		info_counts_are_system_wide_in_child_pidns \
+		failed_exec_from_thread_keeps_its_tid
 	run "$TS_BIN/ts_attach"
 	check "unload (track_all=0)" rmmod taskstate
 }
+
 
 # --- what the review found (issue 16), each under the load it needs -------
 section_review() {
@@ -126,8 +128,11 @@ section_review() {
 
 # --- threads stuck before tracking began show their age (issue 18) -------
 section_stuck() {
-	TS_LOAD_CMD="insmod $TS_KO" run "$TS_BIN/ts_stuck"
-	check "unload (stuck, track_all=1)" rmmod taskstate
+	for t in stuck_threads_show_their_age \
+		 woken_thread_shows_time_since_wakeup; do
+		TS_LOAD_CMD="insmod $TS_KO" run "$TS_BIN/ts_stuck" $t
+		check "unload (stuck, track_all=1, $t)" rmmod taskstate
+	done
 	if check "load (stuck, track_all=0)" insmod "$TS_KO" track_all=0; then
 		run "$TS_BIN/ts_stuck"
 		check "unload (stuck, track_all=0)" rmmod taskstate

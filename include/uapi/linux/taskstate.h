@@ -464,7 +464,12 @@ struct taskstate_locate {
  * thread that took its leader's tid in exec while the leader's entry is
  * released): the entry that is not DEAD is the live thread.  exec by a
  * non-leader thread changes that thread's tid to the process's pid
- * (de_thread()); the module updates the entry's tid, same entry and gen.
+ * (de_thread()); the module updates the entry's tid, same entry and gen,
+ * when the exec completes, or when the thread exits if the exec failed
+ * after that change.  Until then (the rest of the exec: the new program's
+ * loading) the entry shows the old tid, which may already name a new
+ * thread: one tid in two entries neither of which is DEAD, for that
+ * moment.
  */
 #define TASKSTATE_MAP_LAYOUT	1
 
