@@ -19,6 +19,36 @@
 #include <linux/mm.h>
 #include <linux/sched.h>
 
+/*
+ * Architectures.  The probes store a word plainly (64-bit: WRITE_ONCE();
+ * 32-bit: atomic64_set()) while the snapshot may fill the same, empty,
+ * word with atomic64_try_cmpxchg() (word.h), and readers, the mapping's
+ * too, load it whole.  That needs:
+ *  - a 64-bit cmpxchg that is one atomic instruction or an LL/SC loop, so
+ *    that a plain store racing it is never lost.  Everywhere 64-bit but
+ *    PA-RISC, whose cmpxchg is a load and a store under a hashed spinlock
+ *    (arch/parisc/lib/bitops.c) that a plain store does not take: refused
+ *    at build time.  32-bit kernels store with atomic64_set(), the same
+ *    family as the cmpxchg, lock-based or not, so they are consistent.
+ *  - for the mapping (mmap.c, ts_map_word_whole()), a 64-bit kernel store
+ *    that user space can load whole: not so with CONFIG_GENERIC_ATOMIC64
+ *    (32-bit MIPS, PowerPC, RISC-V, SPARC, ARC without LL/SC, ...), whose
+ *    atomic64_set() is two 32-bit stores under a kernel spinlock: mmap()
+ *    fails with ENODEV there; the ioctls, which read under the same lock,
+ *    work.
+ * Built and tested (make check): x86-64, x86-32 (686: cmpxchg8b in the
+ * kernel, an 8-byte x87/SSE load in user space), arm64.
+ */
+#if defined(CONFIG_PARISC) && defined(CONFIG_64BIT)
+#error "taskstate: 64-bit cmpxchg is lock-based on PA-RISC; a plain store racing it could be lost"
+#endif
+
+/* Can user space load a word the kernel stores whole (see above)? */
+static inline bool ts_map_word_whole(void)
+{
+	return !IS_ENABLED(CONFIG_GENERIC_ATOMIC64);
+}
+
 /* The freezer's own state appeared in 6.1; before it, frozen was a flag. */
 #ifndef TASK_FROZEN
 #define TASK_FROZEN 0

@@ -343,11 +343,14 @@ static DECLARE_DELAYED_WORK(ts_detach_work, ts_detach_fn);
  * text patching on every CPU each time).  It counts from the last such
  * call: mod_delayed_work() moves a pending detach back, where
  * queue_delayed_work() would leave it at the first call's second.
+ * system_long_wq, not system_wq: the detach waits for two grace periods
+ * (tracepoint_synchronize_unregister(): SRCU and RCU), which would hold
+ * a worker of the per-CPU pool that short work items share.
  */
 void ts_probes_idle(void)
 {
 	if (!ts_keep_attached && !READ_ONCE(ts_nr_tracked))
-		mod_delayed_work(system_wq, &ts_detach_work, HZ);
+		mod_delayed_work(system_long_wq, &ts_detach_work, HZ);
 }
 
 /*

@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "kselftest_harness.h"
+#include "harness_filter.h"
 
 /* A child that cannot run its check here (no privilege to set it up). */
 #define CHILD_SKIP	77
@@ -515,6 +516,73 @@ TEST_F(map, writing_to_the_mapping_faults)
 	EXPECT_EQ(128 + SIGSEGV, run_child(child_writes_mapping, NULL));
 }
 
+/*
+ * madvise(MADV_DONTNEED) drops the pages from the page tables; the next
+ * read faults them back in (no SIGBUS) and still finds this thread's
+ * entry.  In a child, which maps the device itself (the parent's mapping
+ * is not inherited), so that a SIGBUS ends only it.
+ */
+static int child_reads_after_dontneed(void *arg)
+{
+	struct taskstate_mapping m;
+	struct taskstate_location l;
+	int fd = *(int *)arg;
+	uint64_t w;
+
+	CHILD_CHECK(taskstate_mapping_open(fd, &m) == 0);
+	CHILD_CHECK(locate1(fd, ts_gettid(), &l) == 1);
+	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w) == 1);
+	CHILD_CHECK(madvise((void *)m.entries, m.size, MADV_DONTNEED) == 0);
+	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w) == 1);
+	CHILD_CHECK(taskstate_state(w) == TASKSTATE_RUNNING);
+	taskstate_mapping_close(&m);
+	return 0;
+}
+
+TEST_F(map, madvise_dontneed_then_read_works)
+{
+	EXPECT_EQ(0, run_child(child_reads_after_dontneed, &self->fd));
+}
+
+#define MAP_ENODEV_PARAM	"/sys/module/taskstate/parameters/map_enodev"
+
+static int write_param(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	return close(fd) || !ok ? -1 : 0;
+}
+
+/*
+ * Where user space cannot load a 64-bit word whole (CONFIG_GENERIC_ATOMIC64)
+ * mmap() is ENODEV and the ioctls work: shown with the fault-injection
+ * build's map_enodev, which takes that branch on any architecture.
+ */
+TEST_F(map, mmap_is_enodev_without_whole_word_loads)
+{
+	struct taskstate_location l;
+	struct taskstate_mapping m;
+	void *p;
+
+	if (access(MAP_ENODEV_PARAM, W_OK))
+		SKIP(return, "needs the fault-injection build (map_enodev)");
+	ASSERT_EQ(0, write_param(MAP_ENODEV_PARAM, "1"));
+	p = mmap(NULL, self->m.size, PROT_READ, MAP_SHARED, self->fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(ENODEV, errno);
+	if (p != MAP_FAILED)
+		munmap(p, self->m.size);
+	EXPECT_EQ(-ENODEV, taskstate_mapping_open(self->fd, &m));
+	EXPECT_EQ(1, locate1(self->fd, ts_gettid(), &l));
+	EXPECT_EQ(TASKSTATE_RUNNING, ts_state_of(self->fd, ts_gettid()));
+	ASSERT_EQ(0, write_param(MAP_ENODEV_PARAM, "0"));
+	/* The existing mapping was never affected. */
+	EXPECT_EQ(1, taskstate_mapping_read(&self->m, &l, &(uint64_t){ 0 }));
+}
+
 /* In a child pid namespace: LOCATE works, mmap is EPERM. */
 static int child_pidns(void *arg)
 {
@@ -641,4 +709,7 @@ __attribute__((constructor)) static void exec_check(void)
 	_exit(0);
 }
 
-TEST_HARNESS_MAIN
+int main(int argc, char **argv)
+{
+	return ts_harness_main(argc, argv);
+}
