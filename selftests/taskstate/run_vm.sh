@@ -63,6 +63,7 @@ section_track_all() {
 	check "examples/stuck_pool finds its stuck worker" \
 		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_bpftrace"
+	run "$TS_BIN/ts_timens"
 	run "$TS_BIN/ts_review" info_counts_are_system_wide_in_child_pidns \
 		churn_occupancy failed_exec_from_thread_keeps_its_tid
 	run "$TS_BIN/ts_attach"
@@ -82,6 +83,7 @@ section_track_none() {
 	run "$TS_BIN/ts_mutex"
 	check "examples/stuck_pool finds its stuck worker (track_all=0)" \
 		"$TS_BIN/stuck_pool" 4 200 5
+	run "$TS_BIN/ts_timens"
 	run "$TS_BIN/ts_review" untrack_process_racing_clone \
 		info_counts_are_system_wide_in_child_pidns \
 		failed_exec_from_thread_keeps_its_tid
