@@ -140,8 +140,12 @@ static inline unsigned int ts_task_state(const struct task_struct *t)
  * those stores by design: data_race(), as for exit_state in
  * ts_state_of().
  */
+static inline bool ts_task_blocked_on_mutex(const struct task_struct *p);
+
 static inline bool ts_task_queued(const struct task_struct *prev)
 {
+	if (ts_task_blocked_on_mutex(prev))
+		return false;
 #ifdef TS_HAVE_SCHED_DELAYED
 	/* Plain stores under the run queue lock: see above. */
 	return data_race(READ_ONCE(prev->on_rq) &&
@@ -170,6 +174,30 @@ static inline u64 ts_task_last_queued(const struct task_struct *t)
 	return data_race(READ_ONCE(t->sched_info.last_queued));
 #else
 	return 0;
+#endif
+}
+
+/*
+ * Proxy execution (CONFIG_SCHED_PROXY_EXEC, 6.17+; off in every kernel
+ * make check boots, so this is built and run nowhere yet): __schedule()
+ * keeps a task that blocks on a mutex on its run queue (on_rq, not
+ * delayed) so that it can lend its place to the owner; it is not
+ * runnable.  The mutex slow path sets task_struct.blocked_on while it
+ * waits and clears it before the task runs on as the owner, and 7.x's
+ * __schedule() passes TASK_RUNNING, not the sleep state, when a pending
+ * signal keeps the task runnable.  So with the option, a queued task
+ * with blocked_on set is BLOCKED, not RUNNABLE.  Read without the
+ * task's blocked_lock: a hint, as on_rq; the next switch corrects it.
+ * Compiled only with the option: blocked_on has another type under
+ * CONFIG_DEBUG_MUTEXES before 6.17.
+ */
+static inline bool ts_task_blocked_on_mutex(const struct task_struct *p)
+{
+#ifdef CONFIG_SCHED_PROXY_EXEC
+	/* Stored under p->blocked_lock, which the probes cannot take. */
+	return !!data_race(READ_ONCE(p->blocked_on));
+#else
+	return false;
 #endif
 }
 
