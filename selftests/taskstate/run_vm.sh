@@ -137,8 +137,8 @@ section_review() {
 	if check "load fault-injection build (track_all=0)" \
 	   insmod "$TS_FI_KO" track_all=0 newtask_delay_us=200; then
 		run "$TS_BIN/ts_review" untrack_process_racing_clone \
-			snapshot_leaves_a_younger_slot
-		run "$TS_BIN/ts_mmap" mmap_is_enodev_without_whole_word_loads
+			snapshot_leaves_a_younger_slot \
+			mmap_is_enodev_without_whole_word_loads
 		check "unload fault-injection build" rmmod taskstate
 	fi
 	# nr_untracked, with a table small enough to fill.

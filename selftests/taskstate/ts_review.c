@@ -20,6 +20,8 @@
  *                                  (snapshot_delay_ms), track_all=0
  *   failed_exec_from_thread_keeps_its_tid
  *                                  root (ns_last_pid), either track_all
+ *   mmap_is_enodev_without_whole_word_loads
+ *                                  the fault-injection build (map_enodev)
  * With no argument every test runs; with names, only those.
  */
 #include <elf.h>
@@ -32,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -908,6 +911,40 @@ TEST_F_TIMEOUT(review, failed_exec_from_thread_keeps_its_tid, 120)
 	waitpid(p, NULL, 0);
 	unlink(path);
 	taskstate_mapping_close(&m);
+}
+
+#define MAP_ENODEV_PARAM	"/sys/module/taskstate/parameters/map_enodev"
+
+/*
+ * Where user space cannot load a 64-bit word whole (CONFIG_GENERIC_ATOMIC64)
+ * mmap() is ENODEV and the ioctls work: shown with the fault-injection
+ * build's map_enodev, which takes that branch on any architecture.
+ */
+TEST_F(review, mmap_is_enodev_without_whole_word_loads)
+{
+	struct taskstate_location l = { .tid = (uint32_t)ts_gettid() };
+	struct taskstate_mapping m, m2;
+	uint64_t w;
+	void *p;
+
+	if (access(MAP_ENODEV_PARAM, W_OK))
+		SKIP(return, "needs the fault-injection build (map_enodev)");
+	ASSERT_EQ(0, taskstate_track(self->fd, getpid(), true, NULL));
+	ASSERT_EQ(0, taskstate_mapping_open(self->fd, &m));
+	ASSERT_EQ(0, write_str(MAP_ENODEV_PARAM, "1"));
+	p = mmap(NULL, m.size, PROT_READ, MAP_SHARED, self->fd, 0);
+	EXPECT_TRUE(p == MAP_FAILED);
+	EXPECT_EQ(ENODEV, errno);
+	if (p != MAP_FAILED)
+		munmap(p, m.size);
+	EXPECT_EQ(-ENODEV, taskstate_mapping_open(self->fd, &m2));
+	EXPECT_EQ(1, taskstate_locate(self->fd, &l, 1));
+	EXPECT_EQ(TASKSTATE_RUNNING, ts_state_of(self->fd, ts_gettid()));
+	ASSERT_EQ(0, write_str(MAP_ENODEV_PARAM, "0"));
+	/* The existing mapping was never affected. */
+	EXPECT_EQ(1, taskstate_mapping_read(&m, &l, &w));
+	taskstate_mapping_close(&m);
+	EXPECT_EQ(0, taskstate_untrack(self->fd, getpid(), true, NULL));
 }
 
 int main(int argc, char **argv)
