@@ -4,7 +4,8 @@
  * wrappers and macros; the rest of the module never tests for a version.
  * Features are detected in Kbuild (grep on the kernel headers), not by
  * version: TS_HAVE_SCHED_DELAYED, TS_HAVE_SWITCH_PREV_STATE,
- * TS_HAVE_TASK_STATE_U (task_struct's __state), TS_HAVE_CLONE_FLAGS_U64.
+ * TS_HAVE_TASK_STATE_U (task_struct's __state), TS_HAVE_CLONE_FLAGS_U64,
+ * TS_HAVE_SCHED_INFO_LAST_QUEUED, TS_HAVE_EXIT_GROUP_DEAD.
  * A detection that goes wrong cannot go unnoticed: the
  * check_trace_callback_type_*() checks in probes.c and the field accesses
  * below stop the build.
@@ -17,6 +18,36 @@
 
 #include <linux/mm.h>
 #include <linux/sched.h>
+
+/*
+ * Architectures.  The probes store a word plainly (64-bit: WRITE_ONCE();
+ * 32-bit: atomic64_set()) while the snapshot may fill the same, empty,
+ * word with atomic64_try_cmpxchg() (word.h), and readers, the mapping's
+ * too, load it whole.  That needs:
+ *  - a 64-bit cmpxchg that is one atomic instruction or an LL/SC loop, so
+ *    that a plain store racing it is never lost.  Everywhere 64-bit but
+ *    PA-RISC, whose cmpxchg is a load and a store under a hashed spinlock
+ *    (arch/parisc/lib/bitops.c) that a plain store does not take: refused
+ *    at build time.  32-bit kernels store with atomic64_set(), the same
+ *    family as the cmpxchg, lock-based or not, so they are consistent.
+ *  - for the mapping (mmap.c, ts_map_word_whole()), a 64-bit kernel store
+ *    that user space can load whole: not so with CONFIG_GENERIC_ATOMIC64
+ *    (32-bit MIPS, PowerPC, RISC-V, SPARC, ARC without LL/SC, ...), whose
+ *    atomic64_set() is two 32-bit stores under a kernel spinlock: mmap()
+ *    fails with ENODEV there; the ioctls, which read under the same lock,
+ *    work.
+ * Built and tested (make check): x86-64, x86-32 (686: cmpxchg8b in the
+ * kernel, an 8-byte x87/SSE load in user space), arm64.
+ */
+#if defined(CONFIG_PARISC) && defined(CONFIG_64BIT)
+#error "taskstate: 64-bit cmpxchg is lock-based on PA-RISC; a plain store racing it could be lost"
+#endif
+
+/* Can user space load a word the kernel stores whole (see above)? */
+static inline bool ts_map_word_whole(void)
+{
+	return !IS_ENABLED(CONFIG_GENERIC_ATOMIC64);
+}
 
 /* The freezer's own state appeared in 6.1; before it, frozen was a flag. */
 #ifndef TASK_FROZEN
@@ -74,6 +105,16 @@ static inline unsigned int ts_task_state(const struct task_struct *t)
 #define TS_SWITCH_PREV_STATE	ts_task_state(prev)
 #endif
 
+/*
+ * The sched_process_exit probe's parameters: 6.16 added group_dead
+ * (7.2 has it; 6.12 and earlier pass the task alone).
+ */
+#ifdef TS_HAVE_EXIT_GROUP_DEAD
+#define TS_EXIT_PROBE_ARGS	struct task_struct *p, bool group_dead
+#else
+#define TS_EXIT_PROBE_ARGS	struct task_struct *p
+#endif
+
 /* task_newtask's clone_flags: unsigned long up to 6.12 at least, u64 on 7.2. */
 #ifdef TS_HAVE_CLONE_FLAGS_U64
 #define TS_CLONE_FLAGS_T	u64
@@ -99,8 +140,12 @@ static inline unsigned int ts_task_state(const struct task_struct *t)
  * those stores by design: data_race(), as for exit_state in
  * ts_state_of().
  */
+static inline bool ts_task_blocked_on_mutex(const struct task_struct *p);
+
 static inline bool ts_task_queued(const struct task_struct *prev)
 {
+	if (ts_task_blocked_on_mutex(prev))
+		return false;
 #ifdef TS_HAVE_SCHED_DELAYED
 	/* Plain stores under the run queue lock: see above. */
 	return data_race(READ_ONCE(prev->on_rq) &&
@@ -108,6 +153,51 @@ static inline bool ts_task_queued(const struct task_struct *prev)
 #else
 	/* A plain store under the run queue lock: see above. */
 	return data_race(READ_ONCE(prev->on_rq));
+#endif
+}
+
+/*
+ * When @t was last put on a run queue, in rq_clock() (sched_clock) ns, or
+ * 0: not queued since it last ran, or no record of it.
+ * sched_info.last_queued exists with CONFIG_SCHED_INFO (every Debian
+ * kernel; delay accounting and schedstats select it); what sets and
+ * clears it is in ts_since_estimate() (table.c).  Written plainly under
+ * the task's run queue lock, read here without it: data_race(), and the
+ * caller bounds the value.  TS_HAVE_SCHED_INFO_LAST_QUEUED: the field is
+ * in linux/sched.h (Kbuild greps for it); without it, or without
+ * CONFIG_SCHED_INFO, 0.
+ */
+static inline u64 ts_task_last_queued(const struct task_struct *t)
+{
+#if defined(TS_HAVE_SCHED_INFO_LAST_QUEUED) && defined(CONFIG_SCHED_INFO)
+	/* A plain store under the run queue lock: see above. */
+	return data_race(READ_ONCE(t->sched_info.last_queued));
+#else
+	return 0;
+#endif
+}
+
+/*
+ * Proxy execution (CONFIG_SCHED_PROXY_EXEC, 6.17+; off in every kernel
+ * make check boots, so this is built and run nowhere yet): __schedule()
+ * keeps a task that blocks on a mutex on its run queue (on_rq, not
+ * delayed) so that it can lend its place to the owner; it is not
+ * runnable.  The mutex slow path sets task_struct.blocked_on while it
+ * waits and clears it before the task runs on as the owner, and 7.x's
+ * __schedule() passes TASK_RUNNING, not the sleep state, when a pending
+ * signal keeps the task runnable.  So with the option, a queued task
+ * with blocked_on set is BLOCKED, not RUNNABLE.  Read without the
+ * task's blocked_lock: a hint, as on_rq; the next switch corrects it.
+ * Compiled only with the option: blocked_on has another type under
+ * CONFIG_DEBUG_MUTEXES before 6.17.
+ */
+static inline bool ts_task_blocked_on_mutex(const struct task_struct *p)
+{
+#ifdef CONFIG_SCHED_PROXY_EXEC
+	/* Stored under p->blocked_lock, which the probes cannot take. */
+	return !!data_race(READ_ONCE(p->blocked_on));
+#else
+	return false;
 #endif
 }
 

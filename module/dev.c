@@ -18,6 +18,7 @@
 #include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/time_namespace.h>
 #include <linux/uaccess.h>
 #include "probes.h"
 #include "readers.h"
@@ -90,6 +91,20 @@ int ts_put_args(void __user *uarg, const void *karg, size_t ksize,
 	return copy_to_user(uarg, karg, min(ksize, usize)) ? -EFAULT : 0;
 }
 
+/*
+ * current's time namespace's CLOCK_BOOTTIME offset, in ns: what its
+ * clock_gettime(CLOCK_BOOTTIME) reads minus the host's (the words' clock).
+ * timens_add_boottime() (5.6 and later, an inline reading
+ * current->nsproxy->time_ns; without CONFIG_TIME_NS it adds nothing).
+ */
+static s64 ts_boottime_offset_ns(void)
+{
+	struct timespec64 ts = { 0, 0 };
+
+	timens_add_boottime(&ts);
+	return timespec64_to_ns(&ts);
+}
+
 static long ts_ioctl_info(void __user *uarg)
 {
 	struct taskstate_info info;
@@ -114,6 +129,7 @@ static long ts_ioctl_info(void __user *uarg)
 		.nr_untracked = atomic_long_read(&ts_nr_untracked),
 	};
 	ts_map_info(&info);
+	info.boottime_offset_ns = ts_boottime_offset_ns();
 	return ts_put_args(uarg, &info, sizeof(info), usize);
 }
 
@@ -538,7 +554,7 @@ static struct miscdevice ts_miscdev = {
 
 int ts_dev_init(bool track_all)
 {
-	BUILD_BUG_ON(sizeof(struct taskstate_info) != TASKSTATE_INFO_SIZE_VER1);
+	BUILD_BUG_ON(sizeof(struct taskstate_info) != TASKSTATE_INFO_SIZE_VER2);
 	BUILD_BUG_ON(sizeof(struct taskstate_track) != TASKSTATE_TRACK_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct taskstate_sample) !=
 		     TASKSTATE_SAMPLE_SIZE_VER1);

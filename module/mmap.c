@@ -10,13 +10,19 @@
  * (mremap() cannot grow it) and VM_DONTDUMP.  The mapping holds the file
  * (vma->vm_file), and the file holds the module (fops->owner, taken at
  * open and put at the last fput()): rmmod is refused until the last
- * mapping is gone, and ts_pub is only freed at module exit.  No
- * vm_operations are needed for that.
+ * mapping is gone, and ts_pub is only freed at module exit.
+ *
+ * The pages are inserted at mmap() time; ts_map_fault() puts one back
+ * where a reader dropped it (madvise(MADV_DONTNEED), which zaps the page
+ * tables of any mapping that is not VM_PFNMAP): without a fault handler
+ * the next read would get SIGBUS (6.1 mm/memory.c, do_read_fault() of a
+ * VMA with no ->fault).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
 #include <linux/uaccess.h>
@@ -58,6 +64,47 @@ void ts_map_info(struct taskstate_info *info)
 	info->map_size = ts_map_size();
 }
 
+#ifdef TS_FAULT_INJECT
+/*
+ * Fault-injection builds only: refuse mmap() as on an architecture whose
+ * user space cannot load a word whole, so that a test can see the errno
+ * and that the ioctls still work.
+ */
+static bool map_enodev;
+module_param(map_enodev, bool, 0644);
+MODULE_PARM_DESC(map_enodev, "Fault-injection build: mmap() fails with ENODEV as where user space cannot load a 64-bit word whole");
+
+static bool ts_fault_map_enodev(void)
+{
+	return READ_ONCE(map_enodev);
+}
+#else
+static inline bool ts_fault_map_enodev(void)
+{
+	return false;
+}
+#endif
+
+/*
+ * A page of the mapping that is not in the reader's page tables any more:
+ * the same vmalloc page, with a reference for the page table entry, as
+ * vm_insert_page() took one at mmap().  vmf->pgoff is the page's offset
+ * in the device, checked against the mapping's size (mremap() cannot
+ * grow the VMA past it: VM_DONTEXPAND).
+ */
+static vm_fault_t ts_map_fault(struct vm_fault *vmf)
+{
+	if (vmf->pgoff >= ts_map_size() >> PAGE_SHIFT)
+		return VM_FAULT_SIGBUS;
+	vmf->page = vmalloc_to_page((char *)ts_pub + (vmf->pgoff << PAGE_SHIFT));
+	get_page(vmf->page);
+	return 0;
+}
+
+static const struct vm_operations_struct ts_map_vm_ops = {
+	.fault = ts_map_fault,
+};
+
 /*
  * mmap() of /dev/taskstate.  Errnos, as the uapi header documents them:
  * EPERM outside the initial pid namespace (the entries hold its tids),
@@ -65,14 +112,16 @@ void ts_map_info(struct taskstate_info *info)
  * or PROT_EXEC.  do_mmap() clears VM_SHARED (not VM_MAYSHARE) for a
  * shared mapping of a read-only file, and itself refuses PROT_WRITE on
  * one with EACCES; a root caller may have opened the device for writing,
- * hence the check here too.
+ * hence the check here too.  ENODEV where user space cannot load a
+ * 64-bit word the kernel stores whole (compat.h, ts_map_word_whole()).
  */
 int ts_dev_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	unsigned long pages = ts_map_size() >> PAGE_SHIFT;
 
 	/* The seqcount word of a benchmark build is not the ABI's. */
-	if (TS_WRITE_SCHEME == 2)
+	if (TS_WRITE_SCHEME == 2 || !ts_map_word_whole() ||
+	    ts_fault_map_enodev())
 		return -ENODEV;
 	if (task_active_pid_ns(current) != &init_pid_ns)
 		return -EPERM;
@@ -90,6 +139,7 @@ int ts_dev_mmap(struct file *file, struct vm_area_struct *vma)
 	 */
 	ts_vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
 	ts_vm_flags_set(vma, VM_DONTCOPY);
+	vma->vm_ops = &ts_map_vm_ops;
 	return remap_vmalloc_range(vma, ts_pub, vma->vm_pgoff);
 }
 

@@ -26,8 +26,9 @@
  *    child's slot.
  *  - sched_process_free (kernel/exit.c, delayed_put_task_struct()): an RCU
  *    callback after release_task(); the task has made its final switch.
- *  - sched_process_exec (fs/exec.c, exec_binprm()): writes no word, only
- *    the entry's tid after de_thread(), under ts_lock (ts_retid()).
+ *  - sched_process_exec (fs/exec.c, exec_binprm()) and sched_process_exit
+ *    (kernel/exit.c, do_exit()): write no word, only the entry's tid after
+ *    de_thread(), under ts_lock (ts_retid()).
  *
  * Hence a plain store (ts_word_store()) is enough, and the probes may read
  * their own word to skip a store that would not change the state, and
@@ -216,6 +217,27 @@ static void ts_probe_exec(void *data, struct task_struct *p, pid_t old_pid,
 		ts_retid(p);
 }
 
+/*
+ * sched_process_exit, from do_exit() in the exiting thread, before its
+ * final switch.  A non-leader thread whose exec failed after de_thread()
+ * took its leader's tid (6.1 fs/exec.c: begin_new_exec() sets
+ * point_of_no_return before de_thread(); a later failure in the binary's
+ * loader, e.g. an ELF segment load_elf_binary() cannot map, makes
+ * bprm_execve() force SIGSEGV) never reaches sched_process_exec: it dies
+ * with the new tid while its entry shows the old one, which
+ * release_task() of the old leader freed in de_thread() and a new thread
+ * may hold already.  Re-sync here, so the dead thread's entry (kept
+ * until it is freed, seconds with lazy RCU) names it and not that tid.
+ * A lockless compare first: only such a thread takes ts_lock.
+ */
+static void ts_probe_exit(void *data, TS_EXIT_PROBE_ARGS)
+{
+	struct ts_slot *s = ts_lookup(p);
+
+	if (s && READ_ONCE(ts_slot_pub(s)->tid) != READ_ONCE(p->pid))
+		ts_retid(p);
+}
+
 /* Compile-time checks that each probe matches its tracepoint. */
 static inline void ts_check_prototypes(void)
 {
@@ -225,6 +247,7 @@ static inline void ts_check_prototypes(void)
 	check_trace_callback_type_task_newtask(ts_probe_newtask);
 	check_trace_callback_type_sched_process_free(ts_probe_free);
 	check_trace_callback_type_sched_process_exec(ts_probe_exec);
+	check_trace_callback_type_sched_process_exit(ts_probe_exit);
 }
 
 /*
@@ -241,6 +264,7 @@ static struct ts_tracepoint {
 	{ "sched_process_free",	ts_probe_free },
 	{ "task_newtask",	ts_probe_newtask },
 	{ "sched_process_exec",	ts_probe_exec },
+	{ "sched_process_exit",	ts_probe_exit },
 	{ "sched_wakeup_new",	ts_probe_wakeup },
 	{ "sched_wakeup",	ts_probe_wakeup },
 	{ "sched_switch",	ts_probe_switch },
@@ -343,11 +367,14 @@ static DECLARE_DELAYED_WORK(ts_detach_work, ts_detach_fn);
  * text patching on every CPU each time).  It counts from the last such
  * call: mod_delayed_work() moves a pending detach back, where
  * queue_delayed_work() would leave it at the first call's second.
+ * system_long_wq, not system_wq: the detach waits for two grace periods
+ * (tracepoint_synchronize_unregister(): SRCU and RCU), which would hold
+ * a worker of the per-CPU pool that short work items share.
  */
 void ts_probes_idle(void)
 {
 	if (!ts_keep_attached && !READ_ONCE(ts_nr_tracked))
-		mod_delayed_work(system_wq, &ts_detach_work, HZ);
+		mod_delayed_work(system_long_wq, &ts_detach_work, HZ);
 }
 
 /*
@@ -392,7 +419,7 @@ static const struct kernel_param_ops ts_tracepoints_on_ops = {
 
 module_param_cb(tracepoints_on, &ts_tracepoints_on_ops, NULL, 0444);
 MODULE_PARM_DESC(tracepoints_on,
-		 "Read-only: how many of the 6 scheduler tracepoints taskstate hooks are enabled (their static key on): 6 while its probes are attached, 0 with track_all=0 and nothing tracked unless another tracer uses them.");
+		 "Read-only: how many of the 7 scheduler tracepoints taskstate hooks are enabled (their static key on): 7 while its probes are attached, 0 with track_all=0 and nothing tracked unless another tracer uses them.");
 
 /*
  * At load: find the tracepoints, and with @track_all attach for good.

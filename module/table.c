@@ -420,36 +420,62 @@ out_unlock:
 }
 
 /*
- * When @t, which is not on a CPU, entered its current state, in
- * CLOCK_BOOTTIME, from the scheduler's own bookkeeping: it last went on a
- * CPU at sched_info.last_arrival (rq_clock(), the sched_clock domain; set
- * at every switch-in when CONFIG_SCHED_INFO is on, as in every Debian
- * kernel) and ran for sum_exec_runtime - prev_sum_exec_runtime there
- * (the fair class sets prev_sum_exec_runtime when it picks the task; the
- * other classes do not, and for them the run is left out, so the
- * estimate is early by that run).  Its switch-out is when it entered the
- * state it is still in: nothing but its own run changes a sleeping,
- * stopped or preempted task's state without a tracepoint.
+ * When @t, which is not on a CPU, entered its current @state, in
+ * CLOCK_BOOTTIME, from the scheduler's own bookkeeping (6.1:
+ * kernel/sched/stats.h, kept when CONFIG_SCHED_INFO is on, as in every
+ * Debian kernel; all in rq_clock(), the sched_clock domain):
+ *
+ *  - it last went on a CPU at sched_info.last_arrival (sched_info_arrive(),
+ *    at every switch-in) and ran for sum_exec_runtime -
+ *    prev_sum_exec_runtime there (the fair class sets
+ *    prev_sum_exec_runtime when it picks the task; the other classes do
+ *    not, and for them the run is left out, so the estimate is early by
+ *    that run).  Its switch-out is when it entered a sleeping or stopped
+ *    state: nothing but its own run changes such a task's state without
+ *    a tracepoint.
+ *  - a RUNNABLE task was queued at sched_info.last_queued
+ *    (ts_task_last_queued()): sched_info_enqueue() sets it in
+ *    enqueue_task() if it is 0 (a wakeup, a SIGCONT, 6.12's
+ *    ttwu_runnable() of a delayed-dequeue sleeper) and sched_info_depart()
+ *    at a preempting switch-out; sched_info_arrive() clears it when the
+ *    task runs, sched_info_dequeue() when it leaves its run queue.  So for
+ *    a woken task that has not run yet it is the wakeup, for a preempted
+ *    one the switch-out.  The switch-out alone would date a thread woken
+ *    onto a busy CPU to when it went to sleep.
+ *
+ * Where last_queued is late or early: a migration while queued
+ * (move_queued_task(), load balancing: deactivate_task() then
+ * activate_task()) restarts it, so the age is short by the wait on the
+ * previous CPU; on 6.12+ a delayed-dequeue sleeper moved between run
+ * queues is enqueued while it still sleeps, so last_queued may predate
+ * its wakeup (the age is long, never longer than the switch-out's).
+ * Hence the later of the two, never earlier than the switch-out: a task
+ * cannot have been runnable since before it last ran.
  *
  * sched_clock is turned into CLOCK_BOOTTIME with the offset between the
  * two read now, on this CPU.  Where that is wrong: a suspend since the
- * switch-out (sched_clock stops, CLOCK_BOOTTIME does not: the estimate
- * is late by the suspend, the age short), sched_clock drift between CPUs
+ * event (sched_clock stops, CLOCK_BOOTTIME does not: the estimate is
+ * late by the suspend, the age short), sched_clock drift between CPUs
  * (unstable TSC: microseconds), and time the task spent in interrupts
  * during its last run (counted as run: early).  Never later than @now,
  * never earlier than the task's start; @now when there is nothing to go
- * on (the fields are read without the run queue lock: if the task runs
- * meanwhile, its switch-in probe writes the word, see ts_snapshot()).
+ * on.  The fields are read without the run queue lock (on 32-bit a u64
+ * may be read torn, caught by those bounds or as a wrong time within
+ * them): if the task runs meanwhile, its switch-in probe writes the
+ * word, see ts_snapshot().
  */
-static u64 ts_since_estimate(struct task_struct *t, u64 now)
+static u64 ts_since_estimate(struct task_struct *t, unsigned int state,
+			     u64 now)
 {
 #ifdef CONFIG_SCHED_INFO
-	u64 start = t->start_boottime, arrival, ran = 0, since;
+	u64 start = t->start_boottime, arrival, queued, ran = 0, since;
 	unsigned int policy = READ_ONCE(t->policy);
+	u64 offset = now - local_clock();
 
 	/* Stable while @t is off its CPU; a switch-in writes the word. */
 	arrival = data_race(t->sched_info.last_arrival);
-	if (!arrival)
+	queued = state == TASKSTATE_RUNNABLE ? ts_task_last_queued(t) : 0;
+	if (!arrival && !queued)
 		return now;
 	if (policy == SCHED_NORMAL || policy == SCHED_BATCH ||
 	    policy == SCHED_IDLE) {
@@ -461,7 +487,9 @@ static u64 ts_since_estimate(struct task_struct *t, u64 now)
 		if (sum > prev)
 			ran = sum - prev;
 	}
-	since = arrival + ran + (now - local_clock());
+	since = arrival ? arrival + ran + offset : start;
+	if (queued && (s64)(queued + offset - since) > 0)
+		since = queued + offset;
 	if ((s64)(since - now) > 0)
 		return now;
 	if ((s64)(since - start) < 0)
@@ -506,7 +534,7 @@ void ts_snapshot(struct task_struct *t, u64 upto)
 		return;
 	now = ktime_get_boot_fast_ns();
 	if (state != TASKSTATE_RUNNING && state != TASKSTATE_DEAD)
-		now = ts_since_estimate(t, now);
+		now = ts_since_estimate(t, state, now);
 	/* The word, then at once its start_ns: readers retry in between. */
 	if (!ts_totals) {
 		local_irq_save(irqflags);
@@ -609,8 +637,11 @@ void ts_track_existing(u64 probes_since)
 /*
  * exec by a non-leader thread gave @t its leader's tid (de_thread()): show
  * the new one in @t's entry, same entry and gen (the sched_process_exec
- * probe).  Under ts_lock, so that it cannot write a tid after
- * ts_untrack() cleared it; a released entry keeps tid 0.
+ * probe, and the sched_process_exit probe for an exec that failed after
+ * de_thread()).  Under ts_lock, so that it cannot write a tid after
+ * ts_untrack() cleared it; a released entry keeps tid 0.  Between
+ * de_thread() and either probe the entry shows the old tid: that window
+ * has no tracepoint (the uapi header says so).
  */
 void ts_retid(struct task_struct *t)
 {

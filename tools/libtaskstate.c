@@ -18,7 +18,7 @@
 #include "libtaskstate.h"
 
 /* The structs must match the first ABI version on every architecture. */
-_Static_assert(sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER1,
+_Static_assert(sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER2,
 	       "taskstate_info size");
 _Static_assert(sizeof(struct taskstate_track) == TASKSTATE_TRACK_SIZE_VER0,
 	       "taskstate_track size");
@@ -56,11 +56,22 @@ const char *taskstate_dev_path(void)
 	return path && *path ? path : TASKSTATE_DEV_PATH;
 }
 
+/*
+ * This process's time namespace's CLOCK_BOOTTIME offset (INFO's
+ * boottime_offset_ns), learnt at every open and INFO: taskstate_now_ns()
+ * subtracts it to read the words' clock, the initial namespace's.
+ */
+static int64_t boot_offset_ns;
+
 int taskstate_open(void)
 {
 	int fd = open(taskstate_dev_path(), O_RDONLY | O_CLOEXEC);
+	struct taskstate_info info;
 
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	taskstate_info(fd, &info);	/* for the offset; errors come later */
+	return fd;
 }
 
 void taskstate_close(int fd)
@@ -73,7 +84,11 @@ int taskstate_info(int fd, struct taskstate_info *info)
 {
 	memset(info, 0, sizeof(*info));
 	info->size = sizeof(*info);
-	return ioctl(fd, TASKSTATE_IOC_INFO, info) < 0 ? -errno : 0;
+	if (ioctl(fd, TASKSTATE_IOC_INFO, info) < 0)
+		return -errno;
+	__atomic_store_n(&boot_offset_ns, info->boottime_offset_ns,
+			 __ATOMIC_RELAXED);
+	return 0;
 }
 
 static int track_ioctl(int fd, unsigned long cmd, unsigned int id,
@@ -287,7 +302,8 @@ uint64_t taskstate_now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec -
+	       (uint64_t)__atomic_load_n(&boot_offset_ns, __ATOMIC_RELAXED);
 }
 
 int taskstate_mapping_read_totals(const struct taskstate_mapping *m,

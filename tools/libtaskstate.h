@@ -165,7 +165,13 @@ void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,
 /* "RUN", "WAIT", "SLEEP", "BLOCK", "OTHER" for TASKSTATE_TOTAL_*. */
 const char *taskstate_total_name(unsigned int total);
 
-/* CLOCK_BOOTTIME now, in ns: the clock the words are stamped with. */
+/*
+ * Now on the clock the words are stamped with, in ns: the initial time
+ * namespace's CLOCK_BOOTTIME.  In a time namespace with a boottime offset
+ * this process's CLOCK_BOOTTIME minus that offset, which taskstate_open()
+ * and taskstate_info() learn from the module (INFO's boottime_offset_ns);
+ * before either, the process's own clock.
+ */
 uint64_t taskstate_now_ns(void);
 
 /* "RUNNING", ...; "?" for a value out of range. */

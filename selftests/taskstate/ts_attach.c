@@ -37,7 +37,7 @@
 #include "harness_filter.h"
 
 #define TP_PARAM	"/sys/module/taskstate/parameters/tracepoints_on"
-#define NR_TPS		6
+#define NR_TPS		7
 /* The detach comes 1 s after the last untrack; a free waits for RCU. */
 #define SETTLE_MS	15000
 

@@ -324,7 +324,7 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 	switch (cmd) {
 	case C_INFO:
 		ver0 = TASKSTATE_INFO_SIZE_VER0;
-		cur = TASKSTATE_INFO_SIZE_VER1;
+		cur = TASKSTATE_INFO_SIZE_VER2;
 		break;
 	case C_TRACK:
 	case C_UNTRACK: {

@@ -173,7 +173,7 @@ TEST_F(ts, sleeping_futex)
 	pid_t tid = start_thread(&t, wait_futex);
 
 	ASSERT_LT(0, tid);
-	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 2000));
+	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 10000));
 	wake_futex(&t);
 	pthread_join(t.thread, NULL);
 }
@@ -184,7 +184,7 @@ TEST_F(ts, sleeping_nanosleep)
 	pid_t tid = start_thread(&t, sleep_long);
 
 	ASSERT_LT(0, tid);
-	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 2000));
+	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 10000));
 	pthread_join(t.thread, NULL);
 }
 
@@ -196,7 +196,7 @@ TEST_F(ts, sleeping_pipe)
 	ASSERT_EQ(0, pipe(t.pipe));
 	tid = start_thread(&t, read_pipe);
 	ASSERT_LT(0, tid);
-	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 2000));
+	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 10000));
 	ASSERT_EQ(1, write(t.pipe[1], "x", 1));
 	pthread_join(t.thread, NULL);
 	close(t.pipe[0]);
@@ -316,12 +316,18 @@ static void *vfork_and_wait(struct tid_thread *t)
 {
 	pid_t pid;
 
-	(void)t;
 	pid = vfork();
 	if (pid == 0) {
-		struct timespec ts = { 0, 800 * 1000000L };
+		/*
+		 * Until the test has seen the parent BLOCKED (t->futex, in
+		 * the memory vfork shares), at most 30 s: a timed wait could
+		 * end while a loaded host stalls the test.
+		 */
+		struct timespec ts = { 0, 10 * 1000000L };
+		int i;
 
-		nanosleep(&ts, NULL);
+		for (i = 0; i < 3000 && !__atomic_load_n(&t->futex, __ATOMIC_ACQUIRE); i++)
+			nanosleep(&ts, NULL);
 		_exit(0);
 	}
 	if (pid > 0)
@@ -331,11 +337,12 @@ static void *vfork_and_wait(struct tid_thread *t)
 
 TEST_F(ts, blocked_vfork)
 {
-	struct tid_thread t;
+	struct tid_thread t = { .futex = 0 };
 	pid_t tid = start_thread(&t, vfork_and_wait);
 
 	ASSERT_LT(0, tid);
-	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_BLOCKED, 700));
+	EXPECT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_BLOCKED, 10000));
+	__atomic_store_n(&t.futex, 1, __ATOMIC_RELEASE);
 	pthread_join(t.thread, NULL);
 }
 
@@ -361,9 +368,9 @@ TEST_F(ts, stopped)
 	ASSERT_EQ(pid, waitpid(pid, &status, WUNTRACED));
 	ASSERT_TRUE(WIFSTOPPED(status));
 	/* The parent hears of the stop just before the child switches out. */
-	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_STOPPED, 1000));
+	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_STOPPED, 10000));
 	ASSERT_EQ(0, kill(pid, SIGCONT));
-	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_SLEEPING, 2000));
+	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_SLEEPING, 10000));
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 }
@@ -379,7 +386,7 @@ TEST_F(ts, traced)
 	ASSERT_EQ(0, ptrace(PTRACE_INTERRUPT, pid, NULL, NULL));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFSTOPPED(status));
-	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_TRACED, 1000));
+	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_TRACED, 10000));
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 }
@@ -396,7 +403,7 @@ TEST_F(ts, dead_zombie)
 	/* Wait for the exit without reaping it. */
 	ASSERT_EQ(0, waitid(P_PID, pid, &si, WEXITED | WNOWAIT));
 	/* Reported a zombie just before its final switch. */
-	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_DEAD, 1000));
+	EXPECT_NE(0, ts_wait_state(self->fd, pid, TASKSTATE_DEAD, 10000));
 	waitpid(pid, NULL, 0);
 	EXPECT_EQ(0, ts_word_of(self->fd, pid));
 }
@@ -488,21 +495,20 @@ TEST_F(ts, since_never_future_never_backwards)
 
 /* Time: a thread asleep for 300 ms keeps one SINCE_NS; its age grows. */
 /* Long enough for the watch below even on a loaded TCG host. */
-static void *sleep_2s(struct tid_thread *t)
-{
-	(void)t;
-	ts_sleep_ms(2000);
-	return NULL;
-}
-
+/*
+ * The sleeper reads a pipe until the test writes it, not a timed sleep: a
+ * loaded host can stall the guest past any nap, and a timed sleeper would
+ * wake, and change its word, in the middle of the samples.
+ */
 TEST_F(ts, since_stays_while_state_does)
 {
 	struct tid_thread t;
 	uint64_t w0, w = 0, now0, now;
 	int samples = 0;
 
-	ASSERT_LT(0, start_thread(&t, sleep_2s));
-	w0 = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 500);
+	ASSERT_EQ(0, pipe(t.pipe));
+	ASSERT_LT(0, start_thread(&t, read_pipe));
+	w0 = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 10000);
 	now0 = taskstate_now_ns();
 	ASSERT_NE(0, w0);
 	/*
@@ -521,7 +527,10 @@ TEST_F(ts, since_stays_while_state_does)
 	EXPECT_LE(taskstate_age_ns(w0, now0) + 200000000ULL,
 		  taskstate_age_ns(w, now));
 	EXPECT_LE(5, samples);
+	ASSERT_EQ(1, write(t.pipe[1], "x", 1));
 	pthread_join(t.thread, NULL);
+	close(t.pipe[0]);
+	close(t.pipe[1]);
 }
 
 /* Life cycle: the new threads and children of a tracked process appear. */
@@ -531,15 +540,17 @@ TEST_F(ts, new_threads_and_children_appear)
 	int status;
 	pid_t pid;
 
-	ASSERT_LT(0, start_thread(&t, sleep_2s));
-	EXPECT_NE(0, ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 500));
+	/* Waits bounded by 10 s: a loaded host stalls the guest for seconds. */
+	ASSERT_EQ(0, pipe(t.pipe));
+	ASSERT_LT(0, start_thread(&t, read_pipe));
+	EXPECT_NE(0, ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 10000));
 	pid = fork();
 	if (pid == 0) {
 		/* A grandchild too. */
 		pid_t gc = fork_sleeper();
 		int fd = taskstate_open();
 		bool ok = gc > 0 && fd >= 0 &&
-			  ts_wait_state(fd, gc, TASKSTATE_SLEEPING, 2000);
+			  ts_wait_state(fd, gc, TASKSTATE_SLEEPING, 10000);
 
 		kill(gc, SIGKILL);
 		_exit(ok ? 0 : 1);
@@ -547,7 +558,10 @@ TEST_F(ts, new_threads_and_children_appear)
 	ASSERT_LT(0, pid);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("grandchild not tracked");
+	ASSERT_EQ(1, write(t.pipe[1], "x", 1));
 	pthread_join(t.thread, NULL);
+	close(t.pipe[0]);
+	close(t.pipe[1]);
 }
 
 /* Life cycle: a freed thread disappears. */
@@ -569,8 +583,8 @@ TEST_F(ts, freed_threads_disappear)
 
 	ASSERT_LT(0, start_thread(&t, exit_now));
 	pthread_join(t.thread, NULL);
-	/* Freed a grace period or two after it exits. */
-	end = taskstate_now_ns() + 2000000000ULL;
+	/* Freed a grace period or two after it exits; 20 s on a loaded host. */
+	end = taskstate_now_ns() + 20000000000ULL;
 	while (ts_word_of(self->fd, t.tid) && taskstate_now_ns() < end)
 		ts_sleep_ms(5);
 	EXPECT_EQ(0, ts_word_of(self->fd, t.tid));
@@ -607,7 +621,7 @@ TEST_F_TIMEOUT(ts, occupancy_back_after_10000_threads, 600)
 		for (j = 0; j < 16; j++)
 			pthread_join(th[j], NULL);
 	}
-	end = taskstate_now_ns() + 5000000000ULL;
+	end = taskstate_now_ns() + 30000000000ULL;	/* grace periods, loaded */
 	do {
 		own = count_own_threads(self->fd);
 		ASSERT_EQ(0, taskstate_info(self->fd, &after));
@@ -662,7 +676,7 @@ TEST_F(ts, pid_reuse_never_shows_old_word)
 
 	for (tries = 0; tries < 20; tries++) {
 		ASSERT_LT(0, start_thread(&a, wait_futex));
-		wa = ts_wait_state(self->fd, a.tid, TASKSTATE_SLEEPING, 1000);
+		wa = ts_wait_state(self->fd, a.tid, TASKSTATE_SLEEPING, 10000);
 		ASSERT_NE(0, wa);
 		wake_futex(&a);
 		pthread_join(a.thread, NULL);
@@ -719,7 +733,7 @@ TEST_F(ts, debugfs_table)
 	ASSERT_EQ(0, taskstate_info(self->fd, &info));
 	ASSERT_LT(0, start_thread(&t, wait_futex));
 	pthread_setname_np(t.thread, "ts-debugfs");
-	w = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 1000);
+	w = ts_wait_state(self->fd, t.tid, TASKSTATE_SLEEPING, 10000);
 	ASSERT_NE(0, w);
 	f = fopen("/sys/kernel/debug/taskstate", "r");
 	ASSERT_TRUE(f != NULL);
@@ -789,7 +803,7 @@ TEST_F(ts, track_snapshots_current_state)
 	stop = 0;
 	ASSERT_LT(0, start_thread(&sleeper, wait_futex));
 	ASSERT_LT(0, start_thread(&spinner, spin));
-	w0 = ts_wait_state(self->fd, sleeper.tid, TASKSTATE_SLEEPING, 1000);
+	w0 = ts_wait_state(self->fd, sleeper.tid, TASKSTATE_SLEEPING, 10000);
 	ASSERT_NE(0, w0);
 	ASSERT_EQ(0, taskstate_untrack(self->fd, sleeper.tid, false, &nr));
 	ASSERT_EQ(1, nr);
@@ -837,8 +851,8 @@ TEST_F(ts, io_uring_worker_threads_are_tracked)
 	if (ring < 0 && (errno == ENOSYS || errno == EPERM))
 		SKIP(return, "io_uring is not available: %s", strerror(errno));
 	ASSERT_LE(0, ring) TH_LOG("io_uring_setup: %s", strerror(errno));
-	/* The SQ poll thread is named iou-sqp-<pid>. */
-	end = taskstate_now_ns() + 2000000000ULL;
+	/* The SQ poll thread is named iou-sqp-<pid>; 20 s on a loaded host. */
+	end = taskstate_now_ns() + 20000000000ULL;
 	do {
 		ASSERT_LE(0, taskstate_list(self->fd, getpid(), &e, &n));
 		for (i = 0; i < n; i++)

@@ -12,6 +12,15 @@
  *                      tracks the processes with TRACK.
  * Right after, each must show its state with an AGE of at least 2.5 s,
  * and a thread started after tracking began must not.
+ *
+ * woken_thread_shows_time_since_wakeup: a thread that slept, was woken
+ * onto a CPU a SCHED_FIFO thread keeps busy, and still waits for it when
+ * tracking starts is RUNNABLE since its wakeup, not since it went to
+ * sleep; once it runs, its RUNNABLE total is the wait the scheduler
+ * counted (schedstat's run_delay).
+ *
+ * The tests take names (harness_filter.h): with TS_LOAD_CMD each loads
+ * the module itself, so run_vm.sh runs them one at a time.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -22,6 +31,7 @@
 
 #include "common.h"
 #include "kselftest_harness.h"
+#include "harness_filter.h"
 
 #define STUCK_MS	3000
 #define MIN_AGE_NS	2500000000ULL
@@ -200,4 +210,225 @@ TEST(stuck_threads_show_their_age)
 	taskstate_close(fd);
 }
 
-TEST_HARNESS_MAIN
+/*
+ * The woken thread: pinned to CPU 1, it sleeps in a pipe read, is woken
+ * by a write while a SCHED_FIFO hog spins on CPU 1, and runs when the hog
+ * stops; then it sleeps again, in a second read, until the end.  It is
+ * SCHED_FIFO too, below the hog: RT throttling (sched_rt_runtime_us,
+ * 0.95 s of each second by default) must leave CPU 1 to its kworkers and
+ * ksoftirqd now and then, or TRACK's grace period and the tracepoints'
+ * attach wait for the hog, and the throttling holds back every RT task
+ * of the CPU, the sleeper with the hog.
+ */
+#define WOKEN_PRIO	1
+#define HOG_PRIO	2
+#define WOKEN_SLEEP_MS	2000
+/* The wakeup is stamped before the write: the snapshot's may only be later. */
+#define WOKEN_SLACK_NS	20000000ULL
+
+struct woken {
+	int pipe[2];
+	pid_t tid;		/* the sleeper's, once it is pinned */
+	int hog_spins;		/* the hog is on CPU 1, spinning */
+	int hog_stop;		/* set by the test: the hog returns */
+	int ran;		/* the sleeper ran after its wakeup */
+	int pin_failed;
+};
+
+static void *woken_sleeper(void *arg)
+{
+	struct sched_param sp = { .sched_priority = WOKEN_PRIO };
+	struct woken *w = arg;
+	char c;
+
+	if (ts_pin(1) || pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
+		__atomic_store_n(&w->pin_failed, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->tid, ts_gettid(), __ATOMIC_RELEASE);
+	if (read(w->pipe[0], &c, 1) != 1)
+		return NULL;
+	__atomic_store_n(&w->ran, 1, __ATOMIC_RELEASE);
+	(void)!read(w->pipe[0], &c, 1);
+	return NULL;
+}
+
+/* At most 20 s, whatever the test does: it owns CPU 1 meanwhile. */
+static void *woken_hog(void *arg)
+{
+	struct woken *w = arg;
+	uint64_t end;
+
+	if (ts_pin(1)) {
+		__atomic_store_n(&w->pin_failed, 1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	end = taskstate_now_ns() + 20000000000ULL;
+	__atomic_store_n(&w->hog_spins, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&w->hog_stop, __ATOMIC_ACQUIRE) &&
+	       taskstate_now_ns() < end)
+		;
+	return NULL;
+}
+
+/* /proc's state letter for a thread of this process, or 0. */
+static char proc_state(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* schedstat's run_delay (ns waiting on a run queue), or -1. */
+static long long run_delay(pid_t tid)
+{
+	unsigned long long run, delay;
+	char path[64];
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fscanf(f, "%llu %llu", &run, &delay);
+	fclose(f);
+	return n == 2 ? (long long)delay : -1;
+}
+
+/* Read and write a sysctl; returns 0 or -1. */
+static int sysctl_rw(const char *path, char *old, size_t len, const char *new)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDWR);
+	if (fd < 0)
+		return -1;
+	n = old ? read(fd, old, len - 1) : 0;
+	if (n < 0 || (old && !n)) {
+		close(fd);
+		return -1;
+	}
+	if (old)
+		old[n] = '\0';
+	n = pwrite(fd, new, strlen(new), 0);
+	close(fd);
+	return n == (ssize_t)strlen(new) ? 0 : -1;
+}
+
+#define RT_RUNTIME	"/proc/sys/kernel/sched_rt_runtime_us"
+
+TEST(woken_thread_shows_time_since_wakeup)
+{
+	const char *cmd = getenv("TS_LOAD_CMD");
+	struct woken w = { .tid = 0 };
+	struct taskstate_entry e;
+	struct taskstate_totals tot;
+	struct sched_param sp = { .sched_priority = HOG_PRIO };
+	pthread_t sleeper, hog;
+	uint64_t t_wake, since, now, total;
+	long long rd0, rd1, waited;
+	char rt_old[32];
+	int fd = -1, ret;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs two CPUs");
+	ASSERT_EQ(0, pipe(w.pipe));
+	/* The test itself on CPU 0, out of the hog's way. */
+	ASSERT_EQ(0, ts_pin(0));
+	/* RT throttling on (see above), as by default. */
+	ASSERT_EQ(0, sysctl_rw(RT_RUNTIME, rt_old, sizeof(rt_old), "950000"));
+	ASSERT_EQ(0, pthread_create(&sleeper, NULL, woken_sleeper, &w));
+	while (!__atomic_load_n(&w.tid, __ATOMIC_ACQUIRE))
+		ts_sleep_ms(1);
+	ASSERT_EQ(0, w.pin_failed) TH_LOG("cannot pin to CPU 1 as SCHED_FIFO");
+	while (proc_state(w.tid) != 'S')
+		ts_sleep_ms(1);
+	ts_sleep_ms(WOKEN_SLEEP_MS);
+
+	ASSERT_EQ(0, pthread_create(&hog, NULL, woken_hog, &w));
+	ret = pthread_setschedparam(hog, SCHED_FIFO, &sp);
+	while (!ret && !__atomic_load_n(&w.hog_spins, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&w.pin_failed, __ATOMIC_ACQUIRE))
+		ts_sleep_ms(1);
+	if (ret || __atomic_load_n(&w.pin_failed, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&w.hog_stop, 1, __ATOMIC_RELEASE);
+		ASSERT_EQ(0, ret) TH_LOG("SCHED_FIFO refused");
+		ASSERT_EQ(0, w.pin_failed) TH_LOG("cannot pin to CPU 1");
+	}
+
+	rd0 = run_delay(w.tid);
+	ASSERT_LE(0, rd0);
+	t_wake = taskstate_now_ns();
+	ASSERT_EQ(1, write(w.pipe[1], "x", 1));
+	/* Woken, and stuck behind the hog until it stops. */
+	while (proc_state(w.tid) != 'R')
+		ts_sleep_ms(1);
+
+	if (cmd) {
+		ASSERT_EQ(0, system(cmd)) TH_LOG("%s", cmd);
+		fd = taskstate_open();
+		ASSERT_LE(0, fd);
+	} else {
+		struct taskstate_info info;
+
+		fd = taskstate_open();
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, taskstate_info(fd, &info));
+		ASSERT_EQ(0, info.track_all);
+		ASSERT_EQ(0, taskstate_track(fd, w.tid, false, NULL));
+	}
+	e.tid = w.tid;
+	ASSERT_EQ(1, taskstate_sample(fd, &e, 1));
+	now = taskstate_now_ns();
+	since = taskstate_since_ns(e.word);
+	EXPECT_EQ(0, __atomic_load_n(&w.ran, __ATOMIC_ACQUIRE));
+
+	__atomic_store_n(&w.hog_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(hog, NULL);
+	sysctl_rw(RT_RUNTIME, NULL, 0, rt_old);
+
+	TH_LOG("woken %.3f s after it went to sleep: %s since %.3f s before the wakeup, age %.3f s",
+	       WOKEN_SLEEP_MS / 1e3, taskstate_state_name(taskstate_state(e.word)),
+	       ((double)t_wake - (double)since) / 1e9, (now - since) / 1e9);
+	EXPECT_EQ(TASKSTATE_RUNNABLE, taskstate_state(e.word));
+	EXPECT_LE(t_wake - WOKEN_SLACK_NS, since);
+	EXPECT_GE(now, since);
+
+	/* It runs, then sleeps in its second read: the wait is closed. */
+	while (!__atomic_load_n(&w.ran, __ATOMIC_ACQUIRE) ||
+	       proc_state(w.tid) != 'S')
+		ts_sleep_ms(1);
+	rd1 = run_delay(w.tid);
+	ret = taskstate_sample_totals(fd, &e, &tot, 1);
+	if (ret == -EOPNOTSUPP) {
+		TH_LOG("no totals (totals=0): run_delay not compared");
+	} else {
+		ASSERT_EQ(1, ret);
+		waited = rd1 - rd0;
+		total = tot.state_ns[TASKSTATE_TOTAL_RUNNABLE];
+		TH_LOG("RUNNABLE total %.6f s, run_delay grew by %.6f s",
+		       total / 1e9, waited / 1e9);
+		/* Both from the same rq_clock() stamps, up to the conversion. */
+		EXPECT_GT(WOKEN_SLACK_NS, (uint64_t)llabs((long long)total - waited));
+	}
+	ASSERT_EQ(1, write(w.pipe[1], "x", 1));
+	pthread_join(sleeper, NULL);
+	taskstate_close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	return ts_harness_main(argc, argv);
+}

@@ -213,8 +213,21 @@ static __inline__ int taskstate_totals_match(__u64 word,
  * @map_flags: out, version 1: TASKSTATE_MAP_F_*, the optional fields the
  *             module keeps current
  * @map_size: out, version 1: bytes mmap() accepts, a page multiple
+ * @boottime_offset_ns: out, version 2: the caller's time namespace's
+ *                      CLOCK_BOOTTIME offset (time_namespaces(7)), signed;
+ *                      0 in the initial time namespace
  *
  * What the running module is and holds.  Errors: only the common ones.
+ *
+ * Time namespaces.  Every time taskstate gives out (the words' since,
+ * start_ns and the totals; SAMPLE, LIST, the mapping, debugfs) is in the
+ * initial time namespace's CLOCK_BOOTTIME, whichever namespace reads it:
+ * one entry has one meaning for every reader, and the mapping is shared.
+ * A caller whose time namespace shifts CLOCK_BOOTTIME (unshare -T
+ * --boottime, CRIU's restore) subtracts @boottime_offset_ns from its
+ * clock_gettime(CLOCK_BOOTTIME) before comparing it with a word (an age);
+ * libtaskstate's taskstate_now_ns() does.  Ages and durations are the same
+ * in every namespace.
  */
 struct taskstate_info {
 	__u32 size;
@@ -234,10 +247,12 @@ struct taskstate_info {
 	__u32 map_entries;
 	__u32 map_flags;
 	__aligned_u64 map_size;
+	__s64 boottime_offset_ns;		/* at 80: 8-aligned on every ABI */
 };
 
 #define TASKSTATE_INFO_SIZE_VER0	56
 #define TASKSTATE_INFO_SIZE_VER1	80
+#define TASKSTATE_INFO_SIZE_VER2	88
 
 #define TASKSTATE_TRACK_PROCESS	(1U << 0)
 
@@ -464,7 +479,12 @@ struct taskstate_locate {
  * thread that took its leader's tid in exec while the leader's entry is
  * released): the entry that is not DEAD is the live thread.  exec by a
  * non-leader thread changes that thread's tid to the process's pid
- * (de_thread()); the module updates the entry's tid, same entry and gen.
+ * (de_thread()); the module updates the entry's tid, same entry and gen,
+ * when the exec completes, or when the thread exits if the exec failed
+ * after that change.  Until then (the rest of the exec: the new program's
+ * loading) the entry shows the old tid, which may already name a new
+ * thread: one tid in two entries neither of which is DEAD, for that
+ * moment.
  */
 #define TASKSTATE_MAP_LAYOUT	1
 

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ts_timens: a reader in a time namespace whose CLOCK_BOOTTIME is shifted
+ * (unshare -T --boottime, CRIU's restore) gets the same words as any
+ * other (the initial namespace's CLOCK_BOOTTIME, "Time namespaces" in the
+ * uapi header), INFO tells it its offset, and libtaskstate's
+ * taskstate_now_ns() applies it: a thread's age is right with a positive
+ * and with a negative offset.
+ *
+ * Runs as root (CAP_SYS_ADMIN for unshare(CLONE_NEWTIME)) against a loaded
+ * module, track_all=1 or 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "kselftest_harness.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME	0x00000080
+#endif
+
+#define CHILD_SKIP	77
+#define SLEEP_MS	1000
+
+#define CHECK(cond) do {						\
+	if (!(cond)) {							\
+		fprintf(stderr, "# %s:%d: %s is false (errno %d)\n",	\
+			__FILE__, __LINE__, #cond, errno);		\
+		return 1;						\
+	}								\
+} while (0)
+
+static uint64_t raw_boottime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+struct sleeper {
+	int pipe[2];
+	pid_t tid;
+};
+
+static void *sleeper_fn(void *arg)
+{
+	struct sleeper *s = arg;
+	char c;
+
+	__atomic_store_n(&s->tid, ts_gettid(), __ATOMIC_RELEASE);
+	(void)!read(s->pipe[0], &c, 1);
+	return NULL;
+}
+
+/* In the new time namespace: INFO's offset, and a sleeper's age. */
+static int in_namespace(long long offset_s)
+{
+	struct taskstate_info info;
+	struct sleeper s = { .tid = 0 };
+	uint64_t t0, w, now, since, age, raw;
+	pthread_t t;
+	int fd;
+
+	fd = taskstate_open();
+	CHECK(fd >= 0);
+	CHECK(taskstate_info(fd, &info) == 0);
+	fprintf(stderr, "# offset %lld s: INFO says %lld ns\n", offset_s,
+		(long long)info.boottime_offset_ns);
+	CHECK(info.boottime_offset_ns == offset_s * 1000000000LL);
+	/* The process's own clock is shifted; the library's is not. */
+	raw = raw_boottime_ns();
+	now = taskstate_now_ns();
+	CHECK((int64_t)(raw - now) - offset_s * 1000000000LL < 1000000000LL &&
+	      (int64_t)(raw - now) - offset_s * 1000000000LL > -1000000000LL);
+
+	t0 = taskstate_now_ns();
+	CHECK(pipe(s.pipe) == 0);
+	CHECK(pthread_create(&t, NULL, sleeper_fn, &s) == 0);
+	while (!__atomic_load_n(&s.tid, __ATOMIC_ACQUIRE))
+		ts_sleep_ms(1);
+	if (!info.track_all)
+		CHECK(taskstate_track(fd, s.tid, false, NULL) == 0);
+	CHECK(ts_wait_state(fd, s.tid, TASKSTATE_SLEEPING, 10000) != 0);
+	ts_sleep_ms(SLEEP_MS);
+	w = ts_word_of(fd, s.tid);
+	now = taskstate_now_ns();
+	since = taskstate_since_ns(w);
+	age = taskstate_age_ns(w, now);
+	fprintf(stderr, "# offset %lld s: %s since %.3f s after the thread's creation, age %.3f s\n",
+		offset_s, taskstate_state_name(taskstate_state(w)),
+		((double)since - (double)t0) / 1e9, age / 1e9);
+	CHECK(taskstate_state(w) == TASKSTATE_SLEEPING);
+	/* Asleep since after its creation, for at least the nap. */
+	CHECK(since >= t0 && since <= now);
+	CHECK(age >= (SLEEP_MS - 50) * 1000000ULL);
+	close(s.pipe[1]);
+	pthread_join(t, NULL);
+	taskstate_close(fd);
+	return 0;
+}
+
+/* Write the boottime offset for the namespace unshare() made. */
+static int set_offset(long long offset_s)
+{
+	char buf[64];
+	int fd, n, ok;
+
+	fd = open("/proc/self/timens_offsets", O_WRONLY);
+	if (fd < 0)
+		return -1;
+	n = snprintf(buf, sizeof(buf), "boottime %lld 0", offset_s);
+	ok = write(fd, buf, n) == n;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+static long long ts_offset_s;
+
+static int in_namespace_arg(void *arg)
+{
+	return in_namespace(ts_offset_s);
+}
+
+static int child_fork(void *arg)
+{
+	long long offset_s = *(long long *)arg;
+
+	if (unshare(CLONE_NEWTIME)) {
+		fprintf(stderr, "# unshare(CLONE_NEWTIME): %s\n", strerror(errno));
+		return errno == EINVAL ? CHILD_SKIP : 1;
+	}
+	CHECK(set_offset(offset_s) == 0);
+	ts_offset_s = offset_s;
+	/* Only this process's children live in the new namespace. */
+	return run_child(in_namespace_arg, NULL);
+}
+
+static void check_offset(struct __test_metadata *_metadata, long long off)
+{
+	int ret = run_child(child_fork, &off);
+
+	if (ret == CHILD_SKIP)
+		SKIP(return, "no time namespaces in this kernel (CONFIG_TIME_NS)");
+	EXPECT_EQ(0, ret);
+}
+
+TEST(age_right_with_a_positive_boottime_offset)
+{
+	check_offset(_metadata, 100000);
+}
+
+/* As far back as the clock allows: half the uptime, at most 10 s. */
+TEST(age_right_with_a_negative_boottime_offset)
+{
+	long long up = raw_boottime_ns() / 1000000000ULL / 2;
+
+	ASSERT_LE(1, up) TH_LOG("booted less than 2 s ago");
+	check_offset(_metadata, -(up < 10 ? up : 10));
+}
+
+TEST_HARNESS_MAIN
