@@ -2,10 +2,10 @@
 /*
  * Every kernel-version difference taskstate cares about, as small inline
  * wrappers and macros; the rest of the module never tests for a version.
- * Features are detected in Kbuild (grep on the kernel headers), not by
- * version: TS_HAVE_SCHED_DELAYED, TS_HAVE_SWITCH_PREV_STATE,
- * TS_HAVE_TASK_STATE_U (task_struct's __state), TS_HAVE_CLONE_FLAGS_U64,
- * TS_HAVE_SCHED_INFO_LAST_QUEUED, TS_HAVE_EXIT_GROUP_DEAD.
+ * Features are detected in features.kbuild (grep on the kernel headers),
+ * never by version; docs/design.md ("Kernel differences") lists every
+ * TS_HAVE_* flag and what it changes, and scripts/doc-test.sh checks that
+ * the list matches features.kbuild.
  * A detection that goes wrong cannot go unnoticed: the
  * check_trace_callback_type_*() checks in probes.c and the field accesses
  * below stop the build.

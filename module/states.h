@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Linux task states to taskstate states.  README.md has the same mapping
+ * Linux task states to taskstate states.  docs/design.md has the same mapping
  * as a table; keep the two in step.
  */
 #ifndef TASKSTATE_STATES_H
@@ -59,7 +59,7 @@ static inline unsigned int ts_state_from_linux(unsigned int st)
  * instructions) calls the sleeper RUNNABLE, and since its wakeup then
  * writes RUNNABLE too (no change, no store), the word stays so until the
  * task next runs.  The module cannot take that lock (task_rq_lock() is
- * not exported); the window is documented in README.md.
+ * not exported); the window is documented in docs/design.md.
  * TASKSTATE_NONE for a task not yet woken for the first time:
  * sched_wakeup_new will write its word.
  */

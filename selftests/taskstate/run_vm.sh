@@ -138,7 +138,7 @@ detach_queue() {
 		"$TS_OUT/detach-queue.txt"
 }
 
-# --- what the review found (issue 16), each under the load it needs -------
+# --- races that need a load or a special build, each under its load -----
 section_review() {
 	# The newtask probe's race with UNTRACK, its window widened to 200 us
 	# by the fault-injection build, and a TRACK's snapshot held while
@@ -175,7 +175,7 @@ section_review() {
 	fi
 }
 
-# --- threads stuck before tracking began show their age (issue 18) -------
+# --- threads stuck before tracking began show their age ------------------
 section_stuck() {
 	for t in stuck_threads_show_their_age \
 		 woken_thread_shows_time_since_wakeup; do
@@ -323,7 +323,7 @@ section_cycles() {
 	check "50 load/unload cycles under load" test $fails -eq 0
 }
 
-# --- everything hostile at once, with unload/load cycles (issue 11) -------
+# --- everything hostile at once, with unload/load cycles ------------------
 section_soak() {
 	secs=${TS_SOAK_S:-15}
 	case $(uname -r) in *-ts-*) secs=${TS_SOAK_S:-60} ;; esac

@@ -1189,7 +1189,7 @@ TEST_F(abi, track_snapshots_state_and_boottime)
 	/*
 	 * A new slot for a thread asleep since before the call: stamped with
 	 * the scheduler's estimate of when it went to sleep, not later than
-	 * the call (issue 18).
+	 * the call.
 	 */
 	if (!self->info.track_all)
 		EXPECT_TRUE(since && since <= (t0 & TASKSTATE_TIME_MASK))

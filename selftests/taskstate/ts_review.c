@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ts_review: the promises that an adversarial review of the module found
- * broken or undecided (issue 16), each as a test that failed before its
- * fix where one could be written.
+ * ts_review: promises that need a load, a fault-injection build or a test
+ * module to check, each as a test that fails against a module without the
+ * guard it checks.
  *
  * Some tests need a particular module load; run_vm.sh provides it, and a
  * test run under another says so with a counted SKIP:

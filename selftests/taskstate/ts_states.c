@@ -817,7 +817,7 @@ TEST_F(ts, track_snapshots_current_state)
 	EXPECT_EQ(TASKSTATE_SLEEPING, taskstate_state(w));
 	/*
 	 * Asleep since before the TRACK: the snapshot estimates when it went
-	 * to sleep (issue 18), which the probe saw at since(w0).
+	 * to sleep, which the probe saw at since(w0).
 	 */
 	EXPECT_GE(t0, taskstate_since_ns(w));
 	EXPECT_LE(taskstate_since_ns(w0), taskstate_since_ns(w) + 50000000ULL);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ts_totals: per-state cumulative time (issue 13).
+ * ts_totals: per-state cumulative time.
  *
  * The totals match their word (start_ns + sum == since), add up to the
  * time since tracking began, put a nanosleep in SLEEPING, a vfork wait in
