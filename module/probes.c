@@ -43,7 +43,8 @@
  *
  * Probe context: preemption disabled, on most events a raw run queue lock
  * held.  So no allocation, no sleeping lock, no printk here; the newtask
- * and free probes take ts_lock (raw), which no scheduler path holds.
+ * and free probes, and the exec and exit probes when a tid changed, take
+ * ts_lock (raw, irqsave), which no scheduler path holds.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -470,11 +470,26 @@ static u64 ts_since_estimate(struct task_struct *t, unsigned int state,
 #ifdef CONFIG_SCHED_INFO
 	u64 start = t->start_boottime, arrival, queued, ran = 0, since;
 	unsigned int policy = READ_ONCE(t->policy);
-	u64 offset = now - local_clock();
+	u64 offset;
 
+	/* The two clocks read back to back on one CPU: their offset now. */
+	preempt_disable();
+	offset = ktime_get_boot_fast_ns() - local_clock();
+	preempt_enable();
 	/* Stable while @t is off its CPU; a switch-in writes the word. */
 	arrival = data_race(t->sched_info.last_arrival);
 	queued = state == TASKSTATE_RUNNABLE ? ts_task_last_queued(t) : 0;
+	/*
+	 * Runnable, yet neither stamped nor on a run queue: try_to_wake_up()
+	 * is waking it right now (TASK_WAKING until ttwu_do_activate(), which
+	 * the wakelist path defers to an IPI), so it became runnable about
+	 * now.  Its switch-out would date it to when it went to sleep, and
+	 * its wakeup probe, finding RUNNABLE written, would not restamp it.
+	 * A task preempted in its sleep window is on its run queue with no
+	 * stamp: it keeps the switch-out, when it was preempted.
+	 */
+	if (state == TASKSTATE_RUNNABLE && !queued && !ts_task_queued(t))
+		return now;
 	if (!arrival && !queued)
 		return now;
 	if (policy == SCHED_NORMAL || policy == SCHED_BATCH ||
