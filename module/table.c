@@ -426,7 +426,10 @@ out_unlock:
  * Debian kernel; all in rq_clock(), the sched_clock domain):
  *
  *  - it last went on a CPU at sched_info.last_arrival (sched_info_arrive(),
- *    at every switch-in) and ran for sum_exec_runtime -
+ *    at a switch-in that follows a queued wait: not after a preemption in
+ *    the sleep window, which sched_info_depart() does not queue, so then
+ *    it is an earlier run's and the estimate early) and ran for
+ *    sum_exec_runtime -
  *    prev_sum_exec_runtime there (the fair class sets
  *    prev_sum_exec_runtime when it picks the task; the other classes do
  *    not, and for them the run is left out, so the estimate is early by
