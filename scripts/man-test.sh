@@ -5,8 +5,9 @@
 # without a groff or man warning and have a NAME line that whatis can
 # read; and the options of `taskstate --help` and of `taskstate COMMAND
 # --help` are exactly those taskstate(1) lists for the command (its
-# OPTIONS section for the command itself); and the bash completion offers
-# the same commands and options.  Prints TAP; exits non-zero on
+# OPTIONS section for the command itself); README.md's command screen
+# names every command and only options they have; and the bash completion
+# offers the same commands and options.  Prints TAP; exits non-zero on
 # any failure.  Needs no root; builds the command in a temporary directory.
 #
 #   scripts/man-test.sh
@@ -73,6 +74,37 @@ cmp -s "$tmp/hc" "$tmp/mc"
 rc=$?
 [ $rc = 0 ] || diff "$tmp/hc" "$tmp/mc" | comment
 ok $rc "the same commands in --help and taskstate(1): $(tr '\n' ' ' < "$tmp/hc")"
+
+# README.md's command screen (the code block under "## Commands") names
+# every command of --help, and no option that command's --help lacks.
+readme_cmds() {	# README.md: "command option..." per line of the screen
+	awk '/^## Commands/ { s = 1; next } /^## / { s = 0 }
+	     s && /^```/ { b = !b; next }
+	     s && b && /^taskstate [a-z]/ { print }' "$top/README.md" |
+		while read -r _ c rest; do
+			printf '%s' "$c"
+			# shellcheck disable=SC2046 # one word per option
+			printf ' %s' $(echo "$rest" | grep -oE '(^|[ [(|])--?[a-zA-Z][a-z-]*' |
+				tr -d ' [(|')
+			echo
+		done
+}
+rc=0
+readme_cmds > "$tmp/rc"
+awk '{ print $1 }' "$tmp/rc" | grep -v '^-' | sort -u > "$tmp/rcmds"
+if ! cmp -s "$tmp/hc" "$tmp/rcmds"; then
+	diff "$tmp/hc" "$tmp/rcmds" | sed -n 's/^< /not in README.md: /p; s/^> /not a command: /p' | comment
+	rc=1
+fi
+while read -r c opts; do
+	case $c in -*) continue ;; esac
+	"$cli" "$c" --help 2>&1 | help_opts > "$tmp/h"
+	for o in $opts; do
+		grep -qxF -- "$o" "$tmp/h" ||
+			{ echo "# README.md: taskstate $c $o: not in its --help"; rc=1; }
+	done
+done < "$tmp/rc"
+ok $rc "README.md's command screen: every command of --help, only options its --help has"
 
 # The bash completion (tools/completion/taskstate) offers the commands
 # and each command's options of --help, and the values of a few options.
