@@ -218,7 +218,9 @@ static int fold_processes(int fd, struct top_read *r)
 		p[np].threads = j - i;
 		/* The main thread's state if tracked, else the first's. */
 		p[np].word = r->rows[i].word;
-		process_totals(fd, &r->rows[i], j - i, p[np].at, &pr);
+		/* A restarted record is a new start, as a reused tid is. */
+		p[np].start_ns = process_totals(fd, &r->rows[i], j - i,
+						p[np].at, &pr) ? pr.start_ns : 0;
 		np++;
 	}
 	free(r->rows);
@@ -229,8 +231,9 @@ static int fold_processes(int fd, struct top_read *r)
 
 /*
  * Each process's time in each state between @old and @cur: the growth
- * of its totals (0 for a state whose total fell: threads exited and the
- * module kept nothing of them).
+ * of its totals, or all of them for a process whose record (re)started
+ * since @old (another start_ns); 0 for a state whose total fell (a
+ * process without a record, whose exited threads took their time).
  */
 static void process_diff(const struct top_read *old, struct top_read *cur)
 {
@@ -242,6 +245,8 @@ static void process_diff(const struct top_read *old, struct top_read *cur)
 		const struct top_row *o;
 
 		o = bsearch(c, old->rows, old->n, sizeof(*c), cmp_tid);
+		if (o && o->start_ns != c->start_ns)
+			o = NULL;
 		for (k = 0; k < NT; k++) {
 			uint64_t before = o ? o->at[k] : 0;
 
