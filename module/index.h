@@ -65,6 +65,10 @@ struct ts_bucket {
 	u32 spill;
 } __aligned(TS_BUCKET_BYTES);
 
+/* A bucket is one cache line, and never straddles two. */
+static_assert(sizeof(struct ts_bucket) == TS_BUCKET_BYTES);
+static_assert(__alignof__(struct ts_bucket) == TS_BUCKET_BYTES);
+
 struct ts_index {
 	struct ts_bucket *buckets;	/* 1 << bits, cache-line aligned */
 	unsigned int bits;
@@ -227,11 +231,6 @@ static inline void ts_index_free(struct ts_index *ix, u32 way)
 		if (bk->task[j])
 			return;
 	WRITE_ONCE(bk->spill, bk->spill & ~TS_BUCKET_USED);
-}
-
-static inline void ts_index_build_bug(void)
-{
-	BUILD_BUG_ON(sizeof(struct ts_bucket) != TS_BUCKET_BYTES);
 }
 
 #endif /* TASKSTATE_INDEX_H */
