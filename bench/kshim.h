@@ -8,11 +8,12 @@
  * WRITE_ONCE(), IS_ENABLED(CONFIG_64BIT), atomic64_set(), atomic64_read(),
  * atomic64_xchg(), atomic64_try_cmpxchg(), the barriers, hash_32(),
  * hash_64(), hash_ptr(), likely(), unlikely(), BUILD_BUG_ON(), __aligned()
- * and __always_inline.
+ * and __always_inline; static_assert() is <assert.h>'s.
  */
 #ifndef TASKSTATE_BENCH_KSHIM_H
 #define TASKSTATE_BENCH_KSHIM_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/cdefs.h>		/* glibc's __always_inline, if it has one */

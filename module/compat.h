@@ -43,7 +43,14 @@
 #error "taskstate: 64-bit cmpxchg is lock-based on PA-RISC; a plain store racing it could be lost"
 #endif
 
-/* Can user space load a word the kernel stores whole (see above)? */
+/**
+ * ts_map_word_whole() - can user space load a word the kernel stores whole?
+ *
+ * Can user space load a word the kernel stores whole (see above)?
+ *
+ * Context: any.
+ * Return: false with CONFIG_GENERIC_ATOMIC64, true elsewhere.
+ */
 static inline bool ts_map_word_whole(void)
 {
 	return !IS_ENABLED(CONFIG_GENERIC_ATOMIC64);
@@ -59,7 +66,15 @@ static inline bool ts_map_word_whole(void)
 #define TASK_RTLOCK_WAIT 0
 #endif
 
-/* A task's state word: task_struct.state became __state in 5.14. */
+/**
+ * ts_task_state() - a task's __state
+ * @t: the task
+ *
+ * A task's state word: task_struct.state became __state in 5.14.
+ *
+ * Context: any.
+ * Return: __state (state before 5.14).
+ */
 static inline unsigned int ts_task_state(const struct task_struct *t)
 {
 #ifdef TS_HAVE_TASK_STATE_U
@@ -122,7 +137,12 @@ static inline unsigned int ts_task_state(const struct task_struct *t)
 #define TS_CLONE_FLAGS_T	unsigned long
 #endif
 
-/*
+static inline bool ts_task_blocked_on_mutex(const struct task_struct *p);
+
+/**
+ * ts_task_queued() - is a task still queued on its run queue?
+ * @prev: the task
+ *
  * Is @prev, which sched_switch is switching out, still queued on its run
  * queue (preempted, or its sleep was cancelled by a pending signal)?
  * sched_switch calls it with the run queue lock held, which serialises
@@ -139,9 +159,10 @@ static inline unsigned int ts_task_state(const struct task_struct *t)
  * fair.c's delayed dequeue too), so the snapshot's lockless reads race
  * those stores by design: data_race(), as for exit_state in
  * ts_state_of().
+ *
+ * Context: sched_switch (run queue lock held), or the snapshot, as a hint.
+ * Return: true if queued and runnable.
  */
-static inline bool ts_task_blocked_on_mutex(const struct task_struct *p);
-
 static inline bool ts_task_queued(const struct task_struct *prev)
 {
 	if (ts_task_blocked_on_mutex(prev))
@@ -156,7 +177,10 @@ static inline bool ts_task_queued(const struct task_struct *prev)
 #endif
 }
 
-/*
+/**
+ * ts_task_last_queued() - when a task was last put on a run queue
+ * @t: the task
+ *
  * When @t was last put on a run queue, in rq_clock() (sched_clock) ns, or
  * 0: not queued since it last ran, or no record of it.
  * sched_info.last_queued exists with CONFIG_SCHED_INFO (every Debian
@@ -166,6 +190,9 @@ static inline bool ts_task_queued(const struct task_struct *prev)
  * caller bounds the value.  TS_HAVE_SCHED_INFO_LAST_QUEUED: the field is
  * in linux/sched.h (Kbuild greps for it); without it, or without
  * CONFIG_SCHED_INFO, 0.
+ *
+ * Context: any; the caller bounds the value.
+ * Return: rq_clock() ns, or 0.
  */
 static inline u64 ts_task_last_queued(const struct task_struct *t)
 {
@@ -201,13 +228,19 @@ static inline bool ts_task_blocked_on_mutex(const struct task_struct *p)
 #endif
 }
 
-/*
+/**
+ * ts_task_on_cpu() - is a task on a CPU right now?
+ * @t: the task
+ *
  * Is @t on a CPU right now?  Exact where the wakeup probe uses it:
  * ttwu_runnable() holds the run queue lock that prepare_task() and
  * finish_task() change on_cpu under, and the other wakeup paths waited for
  * it to clear (or run on @t's own CPU).  Without such a lock (the
  * snapshot taken when tracking starts) it is only a hint, and the next
  * switch of @t corrects what it got wrong.
+ *
+ * Context: the wakeup probe (exact), or elsewhere as a hint.
+ * Return: its on_cpu.
  */
 static inline bool ts_task_on_cpu(const struct task_struct *t)
 {
@@ -231,7 +264,15 @@ static inline bool ts_task_on_cpu(const struct task_struct *t)
 #define ts_call_rcu	call_rcu
 #endif
 
-/* 6.3 made vma->vm_flags read-only, behind vm_flags_set()/_clear(). */
+/**
+ * ts_vm_flags_set() - set flags of a VMA
+ * @vma: the mapping
+ * @flags: VM_*
+ *
+ * 6.3 made vma->vm_flags read-only, behind vm_flags_set()/_clear().
+ *
+ * Context: mmap(), mmap_lock held for writing.
+ */
 static inline void ts_vm_flags_set(struct vm_area_struct *vma,
 				   unsigned long flags)
 {
@@ -242,6 +283,13 @@ static inline void ts_vm_flags_set(struct vm_area_struct *vma,
 #endif
 }
 
+/**
+ * ts_vm_flags_clear() - clear flags of a VMA
+ * @vma: the mapping
+ * @flags: VM_*
+ *
+ * Context: mmap(), mmap_lock held for writing.
+ */
 static inline void ts_vm_flags_clear(struct vm_area_struct *vma,
 				     unsigned long flags)
 {

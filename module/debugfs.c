@@ -100,9 +100,13 @@ static const struct seq_operations ts_seq_sops = {
 };
 DEFINE_SEQ_ATTRIBUTE(ts_seq);
 
-/*
+/**
+ * ts_debugfs_init() - create /sys/kernel/debug/taskstate
+ *
  * As elsewhere in the kernel, debugfs trouble is not fatal: the device
  * still works, and the log says why the table is missing.
+ *
+ * Context: module load; may sleep.
  */
 void ts_debugfs_init(void)
 {
@@ -112,7 +116,13 @@ void ts_debugfs_init(void)
 		pr_warn("no debugfs table: %ld\n", PTR_ERR(ts_debugfs));
 }
 
-/* Waits for readers inside a read; open files keep the module pinned. */
+/**
+ * ts_debugfs_exit() - remove /sys/kernel/debug/taskstate
+ *
+ * Waits for readers inside a read; open files keep the module pinned.
+ *
+ * Context: module unload; may sleep.
+ */
 void ts_debugfs_exit(void)
 {
 	debugfs_remove(ts_debugfs);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * /dev/taskstate: the ioctl ABI of include/uapi/linux/taskstate.h.
+ * /dev/taskstate: the device, and every ioctl of
+ * include/uapi/linux/taskstate.h.  mmap() is mmap.c's.
  *
  * Per-switch timestamps are a timing side channel, and
  * ptrace_may_access() is not exported to modules, so opening the device
@@ -8,87 +9,186 @@
  * same bar as system-wide perf).  The file mode lets anyone try.  Tids are
  * the caller's: they are resolved in its pid namespace, and threads
  * outside it cannot be named.
+ *
+ * Each ioctl is a handler and a row of ts_ioctl_ops[].  The dispatcher,
+ * ts_dev_ioctl(), does for all of them what the uapi header's "DOC:
+ * General ioctl format" promises: it reads the argument's size (EFAULT),
+ * refuses one above a page (E2BIG) or below the first version's (EINVAL),
+ * reads the struct (copy_struct_from_user(): a short one zero-filled, a
+ * long one's unknown tail must be zero, else E2BIG), refuses flags the
+ * row does not accept (EINVAL), runs the handler and, if it succeeded,
+ * writes back at most the caller's size.  A handler sees the kernel's
+ * struct and returns the ioctl's value or -errno.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
-#include <linux/moduleparam.h>
 #include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/time_namespace.h>
 #include <linux/uaccess.h>
+#include "hooks.h"
 #include "probes.h"
 #include "readers.h"
 #include "table.h"
 
-/* Entries handled per copy in and out; 512 bytes of stack. */
-#define TS_CHUNK	32
+/* Each struct is the latest version the uapi header gives its size of. */
+static_assert(sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER2);
+static_assert(sizeof(struct taskstate_track) == TASKSTATE_TRACK_SIZE_VER0);
+static_assert(sizeof(struct taskstate_sample) == TASKSTATE_SAMPLE_SIZE_VER1);
+static_assert(sizeof(struct taskstate_list) == TASKSTATE_LIST_SIZE_VER1);
+static_assert(sizeof(struct taskstate_locate) == TASKSTATE_LOCATE_SIZE_VER0);
+static_assert(sizeof(struct taskstate_process) == TASKSTATE_PROCESS_SIZE_VER0);
+static_assert(sizeof(struct taskstate_totals) == 48);
 
 static bool ts_dev_track_all;
 
-#ifdef TS_FAULT_INJECT
 /*
- * Fault-injection builds only: hold TRACK between its grace period and
- * its snapshot, so that a test can untrack and track the thread again
- * meanwhile and see that the snapshot leaves the younger slot alone.
+ * The task @id names in pid namespace @ns, the thread (PIDTYPE_PID) or
+ * the process (PIDTYPE_TGID), or NULL.  Under rcu_read_lock().
  */
-#include <linux/delay.h>
-
-static unsigned int snapshot_delay_ms;
-module_param(snapshot_delay_ms, uint, 0644);
-MODULE_PARM_DESC(snapshot_delay_ms, "Fault-injection build: TRACK sleeps this long (ms, at most 10000, as set when the call began) between its grace period and its snapshot");
-
-static unsigned int ts_fault_snapshot_delay(void)
+static struct task_struct *ts_task_of(u32 id, struct pid_namespace *ns,
+				      enum pid_type type)
 {
-	return min(READ_ONCE(snapshot_delay_ms), 10000U);
+	if (!id || id > PID_MAX_LIMIT)
+		return NULL;
+	return pid_task(find_pid_ns(id, ns), type);
 }
 
-static void ts_fault_sleep(unsigned int ms)
+/*
+ * The slot of the tracked thread @tid names in @ns, with its tgid there
+ * in @tgid; NULL and tgid 0 if none.  Under rcu_read_lock(): the task
+ * cannot be freed, and a slot found for it cannot be reused by another
+ * thread.  The tgid is 0 while the last thread of a group is being
+ * released (__unhash_process() detaches its PID link, then its TGID
+ * one): the ABI promises tgid 0 only for "not found", and so it is.
+ */
+static struct ts_slot *ts_slot_of(u32 tid, struct pid_namespace *ns,
+				  u32 *tgid)
 {
-	if (ms)
-		msleep(ms);
+	struct task_struct *t = ts_task_of(tid, ns, PIDTYPE_PID);
+	struct ts_slot *s = t ? ts_lookup(t) : NULL;
+
+	*tgid = s ? task_tgid_nr_ns(t, ns) : 0;
+	return *tgid ? s : NULL;
 }
-#else
-static inline unsigned int ts_fault_snapshot_delay(void)
+
+/*
+ * Does the user pointer in a 64-bit field fit this kernel's pointers?
+ * u64_to_user_ptr() keeps only the low half on a 32-bit kernel: an
+ * address with bits above them set cannot be the caller's, and is
+ * refused (EFAULT) rather than truncated into another one.  Checked only
+ * when the array will be used (count > 0), as a 64-bit kernel never
+ * looks at it otherwise.
+ */
+static bool ts_user_ptr_fits(u64 addr)
 {
+	return addr == (uintptr_t)addr;
+}
+
+/*
+ * The batch engine of SAMPLE, LOCATE and LIST: a user array of 16-byte
+ * records (struct taskstate_entry or taskstate_location) and, if asked,
+ * the parallel array of their totals, moved TS_CHUNK records at a time
+ * through a kernel buffer (512 bytes of stack; the totals' 1.5 KiB from
+ * the heap).
+ */
+#define TS_CHUNK	32
+#define TS_RECORD	16
+static_assert(sizeof(struct taskstate_entry) == TS_RECORD);
+static_assert(sizeof(struct taskstate_location) == TS_RECORD);
+
+struct ts_batch {
+	u8 __user *urec;
+	struct taskstate_totals __user *utot;	/* NULL: no totals */
+	struct taskstate_totals *tot;		/* TS_CHUNK, with utot */
+	struct pid_namespace *ns;		/* the caller's */
+	u32 done;				/* records copied out */
+	union {
+		u8 bytes[TS_CHUNK * TS_RECORD];
+		struct taskstate_entry e[TS_CHUNK];
+		struct taskstate_location l[TS_CHUNK];
+	} rec;
+};
+
+/*
+ * Start a batch of @count records at @urec, with their totals at @utot
+ * unless it is 0.  Returns 0, -EFAULT for an address this kernel cannot
+ * have given, or -ENOMEM.  ts_batch_end() in every case.
+ */
+static int ts_batch_start(struct ts_batch *b, u64 urec, u64 utot, u32 count)
+{
+	b->urec = u64_to_user_ptr(urec);
+	b->utot = NULL;
+	b->tot = NULL;
+	b->ns = task_active_pid_ns(current);
+	b->done = 0;
+	if (count && (!ts_user_ptr_fits(urec) || !ts_user_ptr_fits(utot)))
+		return -EFAULT;
+	if (!utot)
+		return 0;
+	b->tot = kmalloc_array(TS_CHUNK, sizeof(*b->tot), GFP_KERNEL);
+	if (!b->tot)
+		return -ENOMEM;
+	b->utot = u64_to_user_ptr(utot);
 	return 0;
 }
 
-static inline void ts_fault_sleep(unsigned int ms)
+/* Copy the buffer's first @n records (and totals) out, after the last. */
+static int ts_batch_out(struct ts_batch *b, u32 n)
 {
+	if (copy_to_user(b->urec + b->done * TS_RECORD, b->rec.bytes,
+			 n * TS_RECORD))
+		return -EFAULT;
+	if (b->utot &&
+	    copy_to_user(b->utot + b->done, b->tot, n * sizeof(*b->tot)))
+		return -EFAULT;
+	b->done += n;
+	return 0;
 }
-#endif
+
+static void ts_batch_end(struct ts_batch *b)
+{
+	kfree(b->tot);
+}
 
 /*
- * Read an argument struct that starts with its own size: accept any size
- * from the first version's up (copy_struct_from_user() zero-fills a short
- * one and wants the unknown tail of a long one zero).  Returns the user's
- * size, to write back no more than that.
+ * SAMPLE and LOCATE: each of the @count records at @urec (with their
+ * totals at @utot, unless 0) read in, answered in place by @one() (record
+ * @i of the buffer, and its totals) under rcu_read_lock(), and copied
+ * back, rescheduling between chunks (up to 2048 of them).  Returns how
+ * many @one() found, or -errno.  Always inlined, so that @one() stays a
+ * direct call in each handler.
  */
-long ts_get_args(void *karg, size_t ksize, size_t ver0, void __user *uarg)
+static __always_inline long
+ts_batch_lookup(u64 urec, u64 utot, u32 count,
+		bool (*one)(struct ts_batch *b, u32 i))
 {
-	u32 usize;
+	struct ts_batch b;
+	long found = 0;
 	int ret;
+	u32 i, n;
 
-	if (get_user(usize, (u32 __user *)uarg))
-		return -EFAULT;
-	if (usize > PAGE_SIZE)
-		return -E2BIG;
-	if (usize < ver0)
-		return -EINVAL;
-	ret = copy_struct_from_user(karg, ksize, uarg, usize);
-	if (ret)
-		return ret;
-	return usize;
-}
-
-int ts_put_args(void __user *uarg, const void *karg, size_t ksize,
-		size_t usize)
-{
-	return copy_to_user(uarg, karg, min(ksize, usize)) ? -EFAULT : 0;
+	ret = ts_batch_start(&b, urec, utot, count);
+	while (!ret && b.done < count) {
+		cond_resched();
+		n = min_t(u32, count - b.done, TS_CHUNK);
+		if (copy_from_user(b.rec.bytes, b.urec + b.done * TS_RECORD,
+				   n * TS_RECORD)) {
+			ret = -EFAULT;
+			break;
+		}
+		rcu_read_lock();
+		for (i = 0; i < n; i++)
+			found += one(&b, i);
+		rcu_read_unlock();
+		ret = ts_batch_out(&b, n);
+	}
+	ts_batch_end(&b);
+	return ret ? ret : found;
 }
 
 /*
@@ -105,18 +205,12 @@ static s64 ts_boottime_offset_ns(void)
 	return timespec64_to_ns(&ts);
 }
 
-static long ts_ioctl_info(void __user *uarg)
+static long ts_ioctl_info(void *arg)
 {
-	struct taskstate_info info;
-	long usize;
+	struct taskstate_info *info = arg;
+	u32 usize = info->size;
 
-	usize = ts_get_args(&info, sizeof(info), TASKSTATE_INFO_SIZE_VER0,
-			    uarg);
-	if (usize < 0)
-		return usize;
-	if (info.flags)
-		return -EINVAL;
-	info = (struct taskstate_info) {
+	*info = (struct taskstate_info) {
 		.size = usize,
 		.abi_version = TASKSTATE_ABI_VERSION,
 		.state_shift = TASKSTATE_STATE_SHIFT,
@@ -127,54 +221,44 @@ static long ts_ioctl_info(void __user *uarg)
 		.track_all = ts_dev_track_all,
 		.nr_tracked = READ_ONCE(ts_nr_tracked),
 		.nr_untracked = atomic_long_read(&ts_nr_untracked),
+		.boottime_offset_ns = ts_boottime_offset_ns(),
 	};
-	ts_map_info(&info);
-	info.boottime_offset_ns = ts_boottime_offset_ns();
-	return ts_put_args(uarg, &info, sizeof(info), usize);
+	ts_map_info(info);
+	return 0;
 }
 
-/* The thread, or with @process the process, that @id names for current. */
-static struct task_struct *ts_find(u32 id, bool process)
+/* TRACK's and UNTRACK's task: the thread, or the process. */
+static struct task_struct *ts_track_task(const struct taskstate_track *args)
 {
-	if (!id || id > PID_MAX_LIMIT)
-		return NULL;
-	return pid_task(find_vpid(id), process ? PIDTYPE_TGID : PIDTYPE_PID);
+	return ts_task_of(args->id, task_active_pid_ns(current),
+			  args->flags & TASKSTATE_TRACK_PROCESS ?
+			  PIDTYPE_TGID : PIDTYPE_PID);
 }
 
 /*
- * (Un)track @p, or with @process every thread of it, with inheritance so
- * the task_newtask probe adds their new threads and children.  Under
- * rcu_read_lock(), in the section that found @p, which is what makes
- * inserting it safe (see ts_track()).  A thread created during the walk
- * is seen either by the walk or by the probe: ts_track() explains how.
+ * Track @p, or with @process every thread of it, with inheritance so
+ * the task_newtask probe adds their new threads and children, counting
+ * them in @nr.  Under rcu_read_lock(), in the section that found @p,
+ * which is what makes inserting it safe (see ts_track()).  A thread
+ * created during the walk is seen either by the walk or by the probe:
+ * ts_track() explains how.
  */
-static int ts_apply(struct task_struct *p, bool process, bool track,
-		    u64 *nr)
+static int ts_track_threads(struct task_struct *p, bool process, u64 *nr)
 {
 	struct task_struct *t;
 	int ret;
 
 	if (!process) {
-		if (!track) {
-			*nr = ts_untrack(p);
-			return 0;
-		}
 		ret = ts_track(p, 0);
 		*nr = !ret;
 		return ret;
 	}
 	/* The leader first: its slot holds the record the others join. */
-	if (track) {
-		ret = ts_track(p, TS_SLOT_INHERIT);
-		if (ret)
-			return ret;
-		++*nr;
-	}
+	ret = ts_track(p, TS_SLOT_INHERIT);
+	if (ret)
+		return ret;
+	++*nr;
 	for_each_thread(p, t) {
-		if (!track) {
-			*nr += ts_untrack(t);
-			continue;
-		}
 		if (t == p)
 			continue;
 		ret = ts_track(t, TS_SLOT_INHERIT);
@@ -186,348 +270,329 @@ static int ts_apply(struct task_struct *p, bool process, bool track,
 }
 
 /*
- * TRACK and UNTRACK.  Tracking attaches the probes if they are not
- * (ts_probes_get()), publishes the slots, waits a grace period, then
- * gives the threads their current state (ts_snapshot()).  Untracking the
- * last tracked thread detaches them.  A table
- * that fills up part way leaves the threads tracked so far tracked, and
- * the call fails with ENOSPC.
+ * TRACK attaches the probes if they are not (ts_probes_get()), publishes
+ * the slots, waits a grace period, then gives the threads their current
+ * state (ts_snapshot()).  A table that fills up part way leaves the
+ * threads tracked so far tracked, and the call fails with ENOSPC.
  */
-static long ts_ioctl_track(void __user *uarg, bool track)
+static long ts_ioctl_track(void *arg)
 {
-	struct taskstate_track args;
-	unsigned int delay_ms = ts_fault_snapshot_delay();
+	struct taskstate_track *args = arg;
+	bool process = args->flags & TASKSTATE_TRACK_PROCESS;
+	unsigned int hold_ms = ts_hook_track_hold();
 	struct task_struct *p, *t;
-	bool process;
-	long usize;
-	int ret = 0;
+	u64 upto;
+	int ret;
 
-	usize = ts_get_args(&args, sizeof(args), TASKSTATE_TRACK_SIZE_VER0,
-			    uarg);
-	if (usize < 0)
-		return usize;
-	if ((args.flags & ~TASKSTATE_TRACK_PROCESS) || args.__pad)
+	if (args->__pad)
 		return -EINVAL;
-	process = args.flags & TASKSTATE_TRACK_PROCESS;
-	args.nr_threads = 0;
-
+	args->nr_threads = 0;
 	/* The probes first: every slot must have its free probe. */
-	if (track) {
-		ret = ts_probes_get();
-		if (ret)
-			return ret;
-	}
+	ret = ts_probes_get();
+	if (ret)
+		return ret;
 	rcu_read_lock();
-	p = ts_find(args.id, process);
+	p = ts_track_task(args);
 	if (p) {
-		ret = ts_apply(p, process, track, &args.nr_threads);
+		ret = ts_track_threads(p, process, &args->nr_threads);
 		get_task_struct(p);
 	}
 	rcu_read_unlock();
-	if (track)
-		ts_probes_put();
-	else
-		ts_probes_idle();
+	ts_probes_put();
 	if (!p)
 		return -ESRCH;
 
-	if (track) {
-		u64 upto = ts_inserts_now();
-
-		synchronize_rcu();
-		ts_fault_sleep(delay_ms);
-		rcu_read_lock();
-		if (process)
-			for_each_thread(p, t)
-				ts_snapshot(t, upto);
-		else
-			ts_snapshot(p, upto);
-		rcu_read_unlock();
-	}
+	upto = ts_inserts_now();
+	synchronize_rcu();
+	ts_hook_track_wait(hold_ms);
+	rcu_read_lock();
+	if (process)
+		for_each_thread(p, t)
+			ts_snapshot(t, upto);
+	else
+		ts_snapshot(p, upto);
+	rcu_read_unlock();
 	put_task_struct(p);
-	if (ret)
-		return ret;
-	return ts_put_args(uarg, &args, sizeof(args), usize);
+	return ret;
 }
 
 /*
- * The slot of the thread @e->tid names in pid namespace @ns (the
- * caller's), with its tgid there in @e; NULL if none.  Under
- * rcu_read_lock(): the task cannot be freed, and a slot found for it
- * cannot be reused by another thread.  @ns is resolved once per call:
- * find_vpid() and task_tgid_vnr() would look it up again for every tid.
+ * UNTRACK: the thread, or every thread of the process.  Untracking the
+ * last tracked thread detaches the probes (ts_probes_idle()).
  */
-static struct ts_slot *ts_sample_find(struct taskstate_entry *e,
-				      struct pid_namespace *ns)
+static long ts_ioctl_untrack(void *arg)
 {
-	struct task_struct *t;
-	struct ts_slot *s;
+	struct taskstate_track *args = arg;
+	struct task_struct *p, *t;
 
-	e->tgid = 0;
-	e->word = 0;
-	if (!e->tid || e->tid > PID_MAX_LIMIT)
-		return NULL;
-	t = pid_task(find_pid_ns(e->tid, ns), PIDTYPE_PID);
-	if (!t)
-		return NULL;
-	s = ts_lookup(t);
-	if (!s)
-		return NULL;
-	/*
-	 * 0 while the last thread of a group is being released:
-	 * __unhash_process() detaches its PID link, then its TGID one.  The
-	 * ABI promises tgid 0 only for "not found", and so it is.
-	 */
-	e->tgid = task_tgid_nr_ns(t, ns);
-	return e->tgid ? s : NULL;
+	if (args->__pad)
+		return -EINVAL;
+	args->nr_threads = 0;
+	rcu_read_lock();
+	p = ts_track_task(args);
+	if (p && !(args->flags & TASKSTATE_TRACK_PROCESS))
+		args->nr_threads = ts_untrack(p);
+	else if (p)
+		for_each_thread(p, t)
+			args->nr_threads += ts_untrack(t);
+	rcu_read_unlock();
+	ts_probes_idle();
+	return p ? 0 : -ESRCH;
 }
 
 /*
- * A slot whose word is still 0 belongs to a thread that TRACK has just
- * inserted and not yet given its snapshot, or to a new thread before its
- * first wakeup: it has no state to answer with, and is answered as not
- * found (uapi: every word SAMPLE and LIST answer has a state).
+ * One SAMPLE record: the word of the thread its tid names, and with
+ * totals asked the totals that match it (ts_pub_read(); not readable
+ * now: the word, zero totals, which the uapi calls invalid).  A slot
+ * whose word is still 0 belongs to a thread that TRACK has just inserted
+ * and not yet given its snapshot, or to a new thread before its first
+ * wakeup: it has no state to answer with, and is answered as not found
+ * (uapi: every word SAMPLE and LIST answer has a state).
  */
-static bool ts_sample_one(void *rec, struct pid_namespace *ns)
+static bool ts_sample_one(struct ts_batch *b, u32 i)
 {
-	struct taskstate_entry *e = rec;
-	struct ts_slot *s = ts_sample_find(e, ns);
+	struct taskstate_entry *e = &b->rec.e[i];
+	struct taskstate_totals *t = b->tot ? &b->tot[i] : NULL;
+	struct ts_slot *s = ts_slot_of(e->tid, b->ns, &e->tgid);
 
-	if (!s)
-		return false;
-	e->word = ts_word_load(&ts_slot_pub(s)->word);
+	if (s && t && ts_pub_read(ts_slot_pub(s), &e->word, t) && e->word)
+		return true;
+	if (t)
+		memset(t, 0, sizeof(*t));
+	e->word = s ? ts_word_load(&ts_slot_pub(s)->word) : 0;
 	if (!e->word)
 		e->tgid = 0;
 	return e->word;
 }
 
-/*
- * SAMPLE with totals (version 1): the batch loop of ts_batch() with a
- * second user array, the totals that match each word (ts_pub_read()).
- * Chunks of TS_CHUNK, the totals in a buffer of their own (1.5 KiB, too
- * much for the stack).
- */
-static long ts_sample_totals(const struct taskstate_sample *args)
+static long ts_ioctl_sample(void *arg)
 {
-	struct pid_namespace *ns = task_active_pid_ns(current);
-	struct taskstate_entry e[TS_CHUNK];
-	struct taskstate_entry __user *ue;
-	struct taskstate_totals __user *ut;
-	struct taskstate_totals *t;
-	u32 i, n, done;
-	long found = 0;
+	struct taskstate_sample *args = arg;
+	long found;
 
-	if (!ts_totals)
+	if (args->count > TASKSTATE_BATCH_MAX)
+		return -E2BIG;
+	if (args->totals && !ts_totals)
 		return -EOPNOTSUPP;
-	if (args->count && (!ts_user_ptr_fits(args->entries) ||
-			    !ts_user_ptr_fits(args->totals)))
-		return -EFAULT;
-	t = kmalloc_array(TS_CHUNK, sizeof(*t), GFP_KERNEL);
-	if (!t)
-		return -ENOMEM;
-	ue = u64_to_user_ptr(args->entries);
-	ut = u64_to_user_ptr(args->totals);
-	for (done = 0; done < args->count; done += n) {
-		struct ts_slot *s;
-
-		cond_resched();
-		n = min_t(u32, args->count - done, TS_CHUNK);
-		if (copy_from_user(e, ue + done, n * sizeof(*e))) {
-			found = -EFAULT;
-			break;
-		}
-		memset(t, 0, n * sizeof(*t));
-		rcu_read_lock();
-		for (i = 0; i < n; i++) {
-			s = ts_sample_find(&e[i], ns);
-			if (!s)
-				continue;
-			/* Not readable now: the word, invalid totals (uapi). */
-			if (!ts_pub_read(ts_slot_pub(s), &e[i].word, &t[i])) {
-				e[i].word = ts_word_load(&ts_slot_pub(s)->word);
-				memset(&t[i], 0, sizeof(t[i]));
-			}
-			/* No word yet: not found (ts_sample_one()). */
-			if (!e[i].word) {
-				e[i].tgid = 0;
-				memset(&t[i], 0, sizeof(t[i]));
-				continue;
-			}
-			found++;
-		}
-		rcu_read_unlock();
-		if (copy_to_user(ue + done, e, n * sizeof(*e)) ||
-		    copy_to_user(ut + done, t, n * sizeof(*t))) {
-			found = -EFAULT;
-			break;
-		}
-	}
-	kfree(t);
+	found = ts_batch_lookup(args->entries, args->totals, args->count,
+				ts_sample_one);
+	if (found >= 0)
+		args->found = found;
 	return found;
 }
 
-static long ts_ioctl_sample(void __user *uarg)
+/*
+ * One LOCATE record: where the thread its tid names is.  Under
+ * rcu_read_lock(): a slot found for the task is not reused before the
+ * section ends, so the gen read here is either its owner's (odd), or, if
+ * it was released just now, the next even one: then the thread counts
+ * as not found.  The odd gen was stored before the slot was published
+ * (ts_pub_take()), and the slot was reached through the RCU hash: it is
+ * at least that gen.
+ */
+static bool ts_locate_one(struct ts_batch *b, u32 i)
 {
-	struct taskstate_sample args;
-	long usize, found;
+	struct taskstate_location *l = &b->rec.l[i];
+	struct ts_slot *s = ts_slot_of(l->tid, b->ns, &l->tgid);
 
-	usize = ts_get_args(&args, sizeof(args), TASKSTATE_SAMPLE_SIZE_VER0,
-			    uarg);
-	if (usize < 0)
-		return usize;
-	if (args.flags)
-		return -EINVAL;
-	if (args.count > TASKSTATE_BATCH_MAX)
-		return -E2BIG;
-	if (args.totals)
-		found = ts_sample_totals(&args);
-	else
-		found = ts_batch(args.entries, args.count,
-				 sizeof(struct taskstate_entry),
-				 ts_sample_one);
-	if (found < 0)
-		return found;
-	args.found = found;
-	if (ts_put_args(uarg, &args, sizeof(args), usize))
-		return -EFAULT;
-	return args.found;
-}
-
-/* Copy @n entries (and their totals, if @ut) out at @at. */
-static int ts_list_flush(struct taskstate_entry __user *ue,
-			 struct taskstate_totals __user *ut, u32 at,
-			 const struct taskstate_entry *e,
-			 const struct taskstate_totals *t, u32 n)
-{
-	if (copy_to_user(ue + at, e, n * sizeof(*e)))
-		return -EFAULT;
-	if (ut && copy_to_user(ut + at, t, n * sizeof(*t)))
-		return -EFAULT;
-	return 0;
-}
-
-static long ts_ioctl_list(void __user *uarg)
-{
-	struct pid_namespace *ns = task_active_pid_ns(current);
-	struct taskstate_entry buf[TS_CHUNK];
-	struct taskstate_totals __user *ut = NULL;
-	struct taskstate_totals *tbuf = NULL;
-	struct taskstate_entry __user *ue;
-	struct taskstate_list args;
-	unsigned int idx, used, n = 0;
-	struct ts_view v;
-	long usize, ret = 0;
-
-	usize = ts_get_args(&args, sizeof(args), TASKSTATE_LIST_SIZE_VER0,
-			    uarg);
-	if (usize < 0)
-		return usize;
-	if (args.flags)
-		return -EINVAL;
-	args.filled = 0;
-	args.total = 0;
-	if (args.count > TASKSTATE_LIST_MAX)
-		return -E2BIG;
-	if (args.totals && !ts_totals)
-		return -EOPNOTSUPP;
-	if (args.count && (!ts_user_ptr_fits(args.entries) ||
-			   !ts_user_ptr_fits(args.totals)))
-		return -EFAULT;
-	ue = u64_to_user_ptr(args.entries);
-	if (args.totals) {
-		ut = u64_to_user_ptr(args.totals);
-		tbuf = kmalloc_array(TS_CHUNK, sizeof(*tbuf), GFP_KERNEL);
-		if (!tbuf)
-			return -ENOMEM;
+	l->gen = s ? READ_ONCE(ts_slot_pub(s)->gen) : 0;
+	if (l->gen & 1) {
+		l->index = s - ts_slots;
+		return true;
 	}
+	l->tgid = 0;
+	l->index = TASKSTATE_LOCATE_NONE;
+	l->gen = 0;
+	return false;
+}
+
+static long ts_ioctl_locate(void *arg)
+{
+	struct taskstate_locate *args = arg;
+	long found;
+
+	if (args->count > TASKSTATE_BATCH_MAX)
+		return -E2BIG;
+	found = ts_batch_lookup(args->locations, 0, args->count,
+				ts_locate_one);
+	if (found >= 0)
+		args->found = found;
+	return found;
+}
+
+/*
+ * LIST: the tracked threads visible in the caller's pid namespace (of
+ * one process, with @pid), as many as fit, and how many there are.
+ */
+static long ts_ioctl_list(void *arg)
+{
+	struct taskstate_list *args = arg;
+	unsigned int idx, used, n = 0;
+	struct ts_batch b;
+	struct ts_view v;
+	long ret;
+
+	args->filled = 0;
+	args->total = 0;
+	if (args->count > TASKSTATE_LIST_MAX)
+		return -E2BIG;
+	if (args->totals && !ts_totals)
+		return -EOPNOTSUPP;
+	ret = ts_batch_start(&b, args->entries, args->totals, args->count);
+	if (ret)
+		goto out;
 	used = ts_slots_used();
 	for (idx = 0; idx < used; idx++) {
 		if (!(idx % 1024))
 			cond_resched();
-		if (!ts_view_slot(idx, ns, &v))
+		if (!ts_view_slot(idx, b.ns, &v))
 			continue;
-		if (args.pid && v.tgid != args.pid)
+		if (args->pid && v.tgid != args->pid)
 			continue;
-		args.total++;
-		if (args.filled + n >= args.count)
+		args->total++;
+		if (b.done + n >= args->count)
 			continue;
-		buf[n] = (struct taskstate_entry) {
+		b.rec.e[n] = (struct taskstate_entry) {
 			.tid = v.tid, .tgid = v.tgid, .word = v.word,
 		};
-		if (tbuf)
-			tbuf[n] = v.totals;
-		if (++n == TS_CHUNK) {
-			ret = ts_list_flush(ue, ut, args.filled, buf, tbuf, n);
-			if (ret)
-				goto out;
-			args.filled += n;
-			n = 0;
-		}
-	}
-	if (n) {
-		ret = ts_list_flush(ue, ut, args.filled, buf, tbuf, n);
+		if (b.tot)
+			b.tot[n] = v.totals;
+		if (++n < TS_CHUNK)
+			continue;
+		ret = ts_batch_out(&b, n);
 		if (ret)
 			goto out;
+		n = 0;
 	}
-	args.filled += n;
-	ret = ts_put_args(uarg, &args, sizeof(args), usize);
-	if (!ret)
-		ret = args.filled;
+	ret = ts_batch_out(&b, n);
+	if (!ret) {
+		args->filled = b.done;
+		ret = b.done;
+	}
 out:
-	kfree(tbuf);
+	ts_batch_end(&b);
 	return ret;
 }
 
 /* PROCESS: a process's totals, its exited threads' included (table.c). */
-static long ts_ioctl_process(void __user *uarg)
+static long ts_ioctl_process(void *arg)
 {
-	struct taskstate_process args;
+	struct taskstate_process *args = arg;
+	u32 usize = args->size, pid = args->pid;
 	struct task_struct *p;
-	long usize;
 
-	usize = ts_get_args(&args, sizeof(args), TASKSTATE_PROCESS_SIZE_VER0,
-			    uarg);
-	if (usize < 0)
-		return usize;
-	if (args.flags)
-		return -EINVAL;
 	if (!ts_totals)
 		return -EOPNOTSUPP;
 	/* The out fields zero, for a process the module keeps no totals of. */
-	args = (struct taskstate_process) { .size = usize, .pid = args.pid };
+	*args = (struct taskstate_process) { .size = usize, .pid = pid };
 	rcu_read_lock();
-	p = ts_find(args.pid, true);
+	p = ts_task_of(pid, task_active_pid_ns(current), PIDTYPE_TGID);
 	if (p)
-		ts_proc_read(p, &args);
+		ts_proc_read(p, args);
 	rcu_read_unlock();
-	if (!p)
-		return -ESRCH;
-	return ts_put_args(uarg, &args, sizeof(args), usize);
+	return p ? 0 : -ESRCH;
+}
+
+/* Every argument struct starts with its size, then its flags. */
+struct ts_ioctl_head {
+	u32 size;
+	u32 flags;
+};
+
+union ts_ioctl_buf {
+	struct ts_ioctl_head head;
+	struct taskstate_info info;
+	struct taskstate_track track;
+	struct taskstate_sample sample;
+	struct taskstate_list list;
+	struct taskstate_locate locate;
+	struct taskstate_process process;
+};
+
+/*
+ * One ioctl: its number, the kernel's struct's size and its first
+ * version's, the flags it accepts, and its handler.
+ */
+struct ts_ioctl_op {
+	unsigned int cmd;
+	u32 size;
+	u32 min_size;
+	u32 flags;
+	long (*execute)(void *arg);
+};
+
+#define TS_IOCTL_OP(_cmd, _fn, _struct, _min_size, _flags)		\
+	{								\
+		.cmd = _cmd,						\
+		.size = sizeof(_struct) +				\
+			BUILD_BUG_ON_ZERO(sizeof(union ts_ioctl_buf) <	\
+					  sizeof(_struct)) +		\
+			BUILD_BUG_ON_ZERO(offsetof(_struct, flags) !=	\
+				offsetof(struct ts_ioctl_head, flags)),	\
+		.min_size = _min_size,					\
+		.flags = _flags,					\
+		.execute = _fn,						\
+	}
+
+static const struct ts_ioctl_op ts_ioctl_ops[] = {
+	TS_IOCTL_OP(TASKSTATE_IOC_INFO, ts_ioctl_info, struct taskstate_info,
+		    TASKSTATE_INFO_SIZE_VER0, 0),
+	TS_IOCTL_OP(TASKSTATE_IOC_TRACK, ts_ioctl_track,
+		    struct taskstate_track, TASKSTATE_TRACK_SIZE_VER0,
+		    TASKSTATE_TRACK_PROCESS),
+	TS_IOCTL_OP(TASKSTATE_IOC_UNTRACK, ts_ioctl_untrack,
+		    struct taskstate_track, TASKSTATE_TRACK_SIZE_VER0,
+		    TASKSTATE_TRACK_PROCESS),
+	TS_IOCTL_OP(TASKSTATE_IOC_SAMPLE, ts_ioctl_sample,
+		    struct taskstate_sample, TASKSTATE_SAMPLE_SIZE_VER0, 0),
+	TS_IOCTL_OP(TASKSTATE_IOC_LIST, ts_ioctl_list, struct taskstate_list,
+		    TASKSTATE_LIST_SIZE_VER0, 0),
+	TS_IOCTL_OP(TASKSTATE_IOC_LOCATE, ts_ioctl_locate,
+		    struct taskstate_locate, TASKSTATE_LOCATE_SIZE_VER0, 0),
+	TS_IOCTL_OP(TASKSTATE_IOC_PROCESS, ts_ioctl_process,
+		    struct taskstate_process, TASKSTATE_PROCESS_SIZE_VER0, 0),
+};
+
+/* The row of @cmd, or NULL: seven rows, a scan. */
+static const struct ts_ioctl_op *ts_ioctl_op_of(unsigned int cmd)
+{
+	const struct ts_ioctl_op *op;
+
+	for (op = ts_ioctl_ops; op < ts_ioctl_ops + ARRAY_SIZE(ts_ioctl_ops);
+	     op++)
+		if (op->cmd == cmd)
+			return op;
+	return NULL;
 }
 
 static long ts_dev_ioctl(struct file *file, unsigned int cmd,
 			 unsigned long arg)
 {
+	const struct ts_ioctl_op *op = ts_ioctl_op_of(cmd);
 	void __user *uarg = (void __user *)arg;
+	union ts_ioctl_buf buf;
+	u32 usize;
+	long ret;
 
-	switch (cmd) {
-	case TASKSTATE_IOC_INFO:
-		return ts_ioctl_info(uarg);
-	case TASKSTATE_IOC_TRACK:
-		return ts_ioctl_track(uarg, true);
-	case TASKSTATE_IOC_UNTRACK:
-		return ts_ioctl_track(uarg, false);
-	case TASKSTATE_IOC_SAMPLE:
-		return ts_ioctl_sample(uarg);
-	case TASKSTATE_IOC_LIST:
-		return ts_ioctl_list(uarg);
-	case TASKSTATE_IOC_LOCATE:
-		return ts_ioctl_locate(uarg);
-	case TASKSTATE_IOC_PROCESS:
-		return ts_ioctl_process(uarg);
-	default:
+	if (!op)
 		return -ENOIOCTLCMD;
-	}
+	if (get_user(usize, (u32 __user *)uarg))
+		return -EFAULT;
+	if (usize > PAGE_SIZE)
+		return -E2BIG;
+	if (usize < op->min_size)
+		return -EINVAL;
+	ret = copy_struct_from_user(&buf, op->size, uarg, usize);
+	if (ret)
+		return ret;
+	if (buf.head.flags & ~op->flags)
+		return -EINVAL;
+	ret = op->execute(&buf);
+	if (ret < 0)
+		return ret;
+	if (copy_to_user(uarg, &buf, min(op->size, usize)))
+		return -EFAULT;
+	return ret;
 }
 
 static int ts_dev_open(struct inode *inode, struct file *file)
@@ -552,22 +617,27 @@ static struct miscdevice ts_miscdev = {
 	.mode = 0444,
 };
 
+/**
+ * ts_dev_init() - register /dev/taskstate
+ * @track_all: the track_all parameter, which INFO reports
+ *
+ * Context: module load, after the table and the probes are ready.
+ * Return: 0, or misc_register()'s -errno.
+ */
 int ts_dev_init(bool track_all)
 {
-	BUILD_BUG_ON(sizeof(struct taskstate_info) != TASKSTATE_INFO_SIZE_VER2);
-	BUILD_BUG_ON(sizeof(struct taskstate_track) != TASKSTATE_TRACK_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct taskstate_sample) !=
-		     TASKSTATE_SAMPLE_SIZE_VER1);
-	BUILD_BUG_ON(sizeof(struct taskstate_list) != TASKSTATE_LIST_SIZE_VER1);
-	BUILD_BUG_ON(sizeof(struct taskstate_totals) != 48);
-	BUILD_BUG_ON(sizeof(struct taskstate_process) !=
-		     TASKSTATE_PROCESS_SIZE_VER0);
-
 	ts_dev_track_all = track_all;
 	return misc_register(&ts_miscdev);
 }
 
-/* Open files pin the module, so no ioctl is running here. */
+/**
+ * ts_dev_exit() - unregister /dev/taskstate
+ *
+ * Open files and mappings pin the module, so no ioctl or mapping is
+ * left when this runs.
+ *
+ * Context: module unload.
+ */
 void ts_dev_exit(void)
 {
 	misc_deregister(&ts_miscdev);

@@ -38,7 +38,13 @@ struct ts_pub {
 /* The totals parameter (main.c): set once at load, before any probe. */
 extern bool ts_totals;
 
-/*
+/**
+ * ts_pub_add() - add the old state's time to its total
+ * @p: the entry
+ * @old: the word being replaced
+ * @total: its state's TASKSTATE_TOTAL_*
+ * @now: the new word's time; moved back to since(@old) if it is earlier
+ *
  * The word and its totals, one writer at a time.  The invariant readers
  * check (the proof is in the uapi header, "DOC: Per-state totals"):
  *
@@ -57,6 +63,8 @@ extern bool ts_totals;
  * A clock that reads a little behind the old since-time (the word was
  * written on another CPU, the snapshot's estimate) does not move the
  * time back: the change is stamped with the old since-time, adding 0.
+ *
+ * Context: the entry's one writer (ts_pub_set()).
  */
 static __always_inline void ts_pub_add(struct ts_pub *p, u64 old,
 				       unsigned int total, u64 *now)
@@ -77,13 +85,20 @@ static __always_inline void ts_pub_add(struct ts_pub *p, u64 old,
 	smp_wmb();	/* the total before its word */
 }
 
-/*
+/**
+ * ts_pub_first() - an owner's first word, and its start_ns
+ * @p: the entry
+ * @word: the first word
+ *
  * The first word of an owner, from the empty one, by the probes or the
  * snapshot taken when tracking starts, which may race: only the
  * one whose cmpxchg fills the empty word stores start_ns, right after
  * (a reader that sees the word before start_ns sees the invariant fail
  * and retries).  A probe that loses the race continues from the word the
  * snapshot wrote.  Returns whether @word was written.
+ *
+ * Context: the probes or the snapshot, with interrupts off.
+ * Return: whether @word was written.
  */
 static inline bool ts_pub_first(struct ts_pub *p, u64 word)
 {
@@ -94,7 +109,12 @@ static inline bool ts_pub_first(struct ts_pub *p, u64 word)
 	return true;
 }
 
-/*
+/**
+ * ts_pub_set() - write a state at a time, with its totals
+ * @p: the entry
+ * @state: TASKSTATE_*
+ * @now: CLOCK_BOOTTIME ns
+ *
  * Write @state at @now unless the word holds it already (the time must
  * not move): the probes' only write.  The single writer of a live word
  * (probes.c says why), so the load-add-store needs no atomic.  The two
@@ -102,6 +122,8 @@ static inline bool ts_pub_first(struct ts_pub *p, u64 word)
  * remote ttwu_runnable() of the same task, both write RUNNING to a word
  * that already holds it (current's word is RUNNING outside __schedule():
  * the switch-in wrote it), so both skip: no total is added twice.
+ *
+ * Context: the probes: the entry's one writer (probes.c says why).
  */
 static __always_inline void ts_pub_set(struct ts_pub *p, unsigned int state,
 				       u64 now)
@@ -131,10 +153,15 @@ static __always_inline void ts_pub_set(struct ts_pub *p, unsigned int state,
 	ts_word_store(&p->word, taskstate_pack(state, now));
 }
 
-/*
+/**
+ * ts_pub_reset() - empty an entry for its next owner
+ * @p: the entry, released a grace period ago
+ *
  * A grace period after the release, nobody writes the entry any more:
  * empty the word and the totals for the next owner, whose take
  * (ts_pub_take(), under ts_lock, after this) orders them before its gen.
+ *
+ * Context: the slot's RCU callback.
  */
 static inline void ts_pub_reset(struct ts_pub *p)
 {
@@ -146,7 +173,12 @@ static inline void ts_pub_reset(struct ts_pub *p)
 		ts_u64_store(&p->state_ns[i], 0);
 }
 
-/*
+/**
+ * ts_pub_read() - a consistent read of the word and its totals
+ * @p: the entry
+ * @word: the word read
+ * @t: the totals read
+ *
  * A consistent read of the word and totals by the invariant above, for
  * the kernel's own readers (SAMPLE, LIST, debugfs), which hold the slot
  * (RCU or ts_lock) so need no gen: the word, smp_rmb() (pairing with
@@ -154,6 +186,9 @@ static inline void ts_pub_reset(struct ts_pub *p)
  * the check kept failing: a change landed in each read (they take
  * nanoseconds), or the first word's start_ns is not stored yet (it
  * follows the word at once, with interrupts off).
+ *
+ * Context: holding the slot: under rcu_read_lock() or ts_lock.
+ * Return: true if @word and @t match; false if the check kept failing.
  */
 static inline bool ts_pub_read(const struct ts_pub *p, u64 *word,
 			       struct taskstate_totals *t)

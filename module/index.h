@@ -65,12 +65,24 @@ struct ts_bucket {
 	u32 spill;
 } __aligned(TS_BUCKET_BYTES);
 
+/* A bucket is one cache line, and never straddles two. */
+static_assert(sizeof(struct ts_bucket) == TS_BUCKET_BYTES);
+static_assert(__alignof__(struct ts_bucket) == TS_BUCKET_BYTES);
+
 struct ts_index {
 	struct ts_bucket *buckets;	/* 1 << bits, cache-line aligned */
 	unsigned int bits;
 };
 
-/* Buckets for @nr_slots entries: a power of two, >= 2.5 ways a slot. */
+/**
+ * ts_index_bits() - the index's size for a table
+ * @nr_slots: the table's slots
+ *
+ * Buckets for @nr_slots entries: a power of two, >= 2.5 ways a slot.
+ *
+ * Context: any.
+ * Return: log2 of the bucket count: a power of two, >= 2.5 ways a slot.
+ */
 static inline unsigned int ts_index_bits(unsigned int nr_slots)
 {
 	unsigned long want = (2UL * nr_slots + TS_BUCKET_WAYS - 1) /
@@ -82,7 +94,10 @@ static inline unsigned int ts_index_bits(unsigned int nr_slots)
 	return bits;
 }
 
-/*
+/**
+ * ts_index_mix() - a task pointer, mixed for the hash
+ * @task: the key
+ *
  * The home bucket of @task.  hash_ptr() alone clusters task_struct
  * addresses: a slab's objects, and slabs from contiguous pages, are
  * arithmetic progressions, whose products with the golden ratio crowd
@@ -90,6 +105,9 @@ static inline unsigned int ts_index_bits(unsigned int nr_slots)
  * spilled, against 1% for a random hash).  Folding the high half in and
  * multiplying once more before hash_*() spreads them as a random hash
  * would (1%), for one more multiplication.
+ *
+ * Context: any.
+ * Return: the mixed key, whose top bits are the home bucket.
  */
 static __always_inline unsigned long ts_index_mix(const void *task)
 {
@@ -108,24 +126,50 @@ static __always_inline unsigned long ts_index_mix(const void *task)
 #endif
 }
 
-/* hash_64() or hash_32() of the mixed key: its top @bits bits. */
+/**
+ * ts_index_hash() - the home bucket of a task
+ * @task: the key
+ * @bits: log2 of the bucket count
+ *
+ * hash_64() or hash_32() of the mixed key: its top @bits bits.
+ *
+ * Context: any.
+ * Return: the bucket's number.
+ */
 static __always_inline unsigned int ts_index_hash(const void *task,
 						  unsigned int bits)
 {
 	return ts_index_mix(task) >> (BITS_PER_LONG - bits);
 }
 
+/**
+ * ts_index_mask() - the bucket-number mask of an index
+ * @ix: the index
+ *
+ * Context: any.
+ * Return: (1 << bits) - 1.
+ */
 static __always_inline unsigned int ts_index_mask(const struct ts_index *ix)
 {
 	return (1U << ix->bits) - 1;
 }
 
-/*
+/**
+ * ts_index_find_in() - look a task up, given the index's geometry
+ * @buckets: the index's buckets
+ * @mask: (1 << bits) - 1
+ * @shift: BITS_PER_LONG - bits
+ * @task: the key
+ *
  * The entry index of @task, or TS_INDEX_NONE, in the index of @buckets,
  * 1 << bits of them, given @mask ((1 << bits) - 1) and @shift
  * (BITS_PER_LONG - bits): the probes keep the three, fixed at load,
  * rather than derive them at every lookup.  Lockless: under RCU, or
  * under the lock that changes the index.
+ *
+ * Context: lockless: under RCU (the probes: preemption disabled), or under the
+ * lock that changes the index.
+ * Return: the task's entry index, or TS_INDEX_NONE.
  */
 static __always_inline u32 ts_index_find_in(const struct ts_bucket *buckets,
 					    unsigned int mask,
@@ -154,7 +198,16 @@ static __always_inline u32 ts_index_find_in(const struct ts_bucket *buckets,
 	return TS_INDEX_NONE;
 }
 
-/* The same, from the index itself. */
+/**
+ * ts_index_find() - look a task up in an index
+ * @ix: the index
+ * @task: the key
+ *
+ * The same, from the index itself.
+ *
+ * Context: as ts_index_find_in().
+ * Return: the task's entry index, or TS_INDEX_NONE.
+ */
 static __always_inline u32 ts_index_find(const struct ts_index *ix,
 					 const void *task)
 {
@@ -162,11 +215,19 @@ static __always_inline u32 ts_index_find(const struct ts_index *ix,
 				BITS_PER_LONG - ix->bits, task);
 }
 
-/*
+/**
+ * ts_index_insert() - give a task a way
+ * @ix: the index
+ * @task: the key, which has no way
+ * @idx: its entry's index
+ *
  * Give @task a way holding entry @idx.  Caller holds the lock, and @task
  * has no way.  Returns the way (bucket * TS_BUCKET_WAYS + slot in it),
  * for ts_index_release().  The spills and the index are stored before
  * the owner that publishes them.
+ *
+ * Context: under the lock that changes the index.
+ * Return: the way, for ts_index_release().
  */
 static inline u32 ts_index_insert(struct ts_index *ix, const void *task,
 				  u32 idx)
@@ -194,10 +255,17 @@ found:
 	return b * TS_BUCKET_WAYS + j;
 }
 
-/*
+/**
+ * ts_index_release() - a task no longer owns its way
+ * @ix: the index
+ * @task: the key
+ * @way: its way, from ts_index_insert()
+ *
  * @task no longer owns @way: lookups stop finding it now, and the way
  * stays taken, with its index, until ts_index_free().  Caller holds the
  * lock.
+ *
+ * Context: under the lock that changes the index.
  */
 static inline void ts_index_release(struct ts_index *ix, const void *task,
 				    u32 way)
@@ -213,9 +281,15 @@ static inline void ts_index_release(struct ts_index *ix, const void *task,
 			   ix->buckets[home].spill - 1);
 }
 
-/*
+/**
+ * ts_index_free() - a released way is free again
+ * @ix: the index
+ * @way: the way, released a grace period ago
+ *
  * A grace period after ts_index_release(): @way is free, and so is its
  * bucket once no way in it is taken.  Under the lock.
+ *
+ * Context: under the lock that changes the index.
  */
 static inline void ts_index_free(struct ts_index *ix, u32 way)
 {
@@ -227,11 +301,6 @@ static inline void ts_index_free(struct ts_index *ix, u32 way)
 		if (bk->task[j])
 			return;
 	WRITE_ONCE(bk->spill, bk->spill & ~TS_BUCKET_USED);
-}
-
-static inline void ts_index_build_bug(void)
-{
-	BUILD_BUG_ON(sizeof(struct ts_bucket) != TS_BUCKET_BYTES);
 }
 
 #endif /* TASKSTATE_INDEX_H */

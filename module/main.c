@@ -10,6 +10,7 @@
 #include <linux/moduleparam.h>
 #include <linux/rcupdate.h>
 #include <linux/timekeeping.h>
+#include "hooks.h"
 #include "probes.h"
 #include "readers.h"
 #include "table.h"
@@ -52,7 +53,7 @@ static int __init taskstate_init(void)
 		goto out_table;
 	if (track_all)
 		ts_track_existing(probes_since);
-	ts_bench_probe();
+	ts_hook_loaded();
 	ts_debugfs_init();
 	ret = ts_dev_init(track_all);
 	if (ret)

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Zero-syscall readers: the public entries (ts_pub[], struct
- * taskstate_map_entry) mapped read-only into a reader, and
- * TASKSTATE_IOC_LOCATE, which says where a thread's entry is.  The read
- * protocol and the rules are in the uapi header (DOC: The mapping).
+ * taskstate_map_entry) mapped read-only into a reader.  Where a thread's
+ * entry is, TASKSTATE_IOC_LOCATE says (dev.c).  The read protocol and the
+ * rules are in the uapi header (DOC: The mapping).
  *
  * The pages are ts_pub's own, from vmalloc_user() (zeroed, page-backed),
  * inserted with remap_vmalloc_range(), which marks the VMA VM_DONTEXPAND
@@ -22,19 +22,21 @@
 
 #include <linux/fs.h>
 #include <linux/mm.h>
-#include <linux/moduleparam.h>
 #include <linux/pid_namespace.h>
-#include <linux/sched/signal.h>
-#include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 #include "compat.h"
+#include "hooks.h"
 #include "readers.h"
 #include "table.h"
 
-static_assert(TS_WRITE_SCHEME == 2 ||
+/*
+ * The mapping is ts_pub[] itself: the uapi's entry, field for field
+ * (unless a build variant's entry is never mapped, hooks.h).
+ */
+static_assert(TS_HOOK_ENTRY_UNMAPPED ||
 	      sizeof(struct ts_pub) == TASKSTATE_MAP_ENTRY_SIZE);
 static_assert(sizeof(struct taskstate_map_entry) == TASKSTATE_MAP_ENTRY_SIZE);
-static_assert(TS_WRITE_SCHEME == 2 ||
+static_assert(TS_HOOK_ENTRY_UNMAPPED ||
 	      (offsetof(struct ts_pub, word) ==
 	       offsetof(struct taskstate_map_entry, word) &&
 	       offsetof(struct ts_pub, tid) ==
@@ -45,8 +47,6 @@ static_assert(TS_WRITE_SCHEME == 2 ||
 	       offsetof(struct taskstate_map_entry, start_ns) &&
 	       offsetof(struct ts_pub, state_ns) ==
 	       offsetof(struct taskstate_map_entry, state_ns)));
-static_assert(sizeof(struct taskstate_locate) == TASKSTATE_LOCATE_SIZE_VER0);
-static_assert(sizeof(struct taskstate_location) == 16);
 
 /* Bytes of the mapping: the entries, up to a page boundary. */
 static unsigned long ts_map_size(void)
@@ -54,7 +54,12 @@ static unsigned long ts_map_size(void)
 	return PAGE_ALIGN((unsigned long)ts_nr_slots * sizeof(struct ts_pub));
 }
 
-/* INFO's map_* fields. */
+/**
+ * ts_map_info() - fill INFO's map_* fields
+ * @info: the answer TASKSTATE_IOC_INFO is building
+ *
+ * Context: any; reads only what is fixed at load.
+ */
 void ts_map_info(struct taskstate_info *info)
 {
 	info->map_entry_size = sizeof(struct ts_pub);
@@ -63,27 +68,6 @@ void ts_map_info(struct taskstate_info *info)
 	info->map_flags = ts_totals ? TASKSTATE_MAP_F_TOTALS : 0;
 	info->map_size = ts_map_size();
 }
-
-#ifdef TS_FAULT_INJECT
-/*
- * Fault-injection builds only: refuse mmap() as on an architecture whose
- * user space cannot load a word whole, so that a test can see the errno
- * and that the ioctls still work.
- */
-static bool map_enodev;
-module_param(map_enodev, bool, 0644);
-MODULE_PARM_DESC(map_enodev, "Fault-injection build: mmap() fails with ENODEV as where user space cannot load a 64-bit word whole");
-
-static bool ts_fault_map_enodev(void)
-{
-	return READ_ONCE(map_enodev);
-}
-#else
-static inline bool ts_fault_map_enodev(void)
-{
-	return false;
-}
-#endif
 
 /*
  * A page of the mapping that is not in the reader's page tables any more:
@@ -105,8 +89,12 @@ static const struct vm_operations_struct ts_map_vm_ops = {
 	.fault = ts_map_fault,
 };
 
-/*
- * mmap() of /dev/taskstate.  Errnos, as the uapi header documents them:
+/**
+ * ts_dev_mmap() - mmap() of /dev/taskstate
+ * @file: the device's open file
+ * @vma: the caller's mapping, shared and read-only
+ *
+ * Errnos, as the uapi header documents them:
  * EPERM outside the initial pid namespace (the entries hold its tids),
  * EINVAL for MAP_PRIVATE or a range past the end, EACCES for PROT_WRITE
  * or PROT_EXEC.  do_mmap() clears VM_SHARED (not VM_MAYSHARE) for a
@@ -114,14 +102,16 @@ static const struct vm_operations_struct ts_map_vm_ops = {
  * one with EACCES; a root caller may have opened the device for writing,
  * hence the check here too.  ENODEV where user space cannot load a
  * 64-bit word the kernel stores whole (compat.h, ts_map_word_whole()).
+ *
+ * Context: process context, mmap_lock held for writing.
+ * Return: 0, or -errno.
  */
 int ts_dev_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	unsigned long pages = ts_map_size() >> PAGE_SHIFT;
 
-	/* The seqcount word of a benchmark build is not the ABI's. */
-	if (TS_WRITE_SCHEME == 2 || !ts_map_word_whole() ||
-	    ts_fault_map_enodev())
+	if (TS_HOOK_ENTRY_UNMAPPED || !ts_map_word_whole() ||
+	    ts_hook_map_refused())
 		return -ENODEV;
 	if (task_active_pid_ns(current) != &init_pid_ns)
 		return -EPERM;
@@ -141,64 +131,4 @@ int ts_dev_mmap(struct file *file, struct vm_area_struct *vma)
 	ts_vm_flags_set(vma, VM_DONTCOPY);
 	vma->vm_ops = &ts_map_vm_ops;
 	return remap_vmalloc_range(vma, ts_pub, vma->vm_pgoff);
-}
-
-/*
- * Where the thread @l->tid names in @ns is.  Under rcu_read_lock(): a slot
- * found for the task is not reused before the section ends, so the gen
- * read here is either its owner's (odd), or, if it was released just now,
- * the next even one: then the thread counts as not found.  The odd gen
- * was stored before the slot was published (ts_pub_take()), and the slot
- * was reached through the RCU hash: it is at least that gen.
- */
-static bool ts_locate_one(void *rec, struct pid_namespace *ns)
-{
-	struct taskstate_location *l = rec;
-	struct task_struct *t;
-	struct ts_slot *s;
-	u32 gen, tgid;
-
-	l->tgid = 0;
-	l->index = TASKSTATE_LOCATE_NONE;
-	l->gen = 0;
-	if (!l->tid || l->tid > PID_MAX_LIMIT)
-		return false;
-	t = pid_task(find_pid_ns(l->tid, ns), PIDTYPE_PID);
-	if (!t)
-		return false;
-	s = ts_lookup(t);
-	if (!s)
-		return false;
-	gen = READ_ONCE(ts_slot_pub(s)->gen);
-	/* 0 while the last thread of a group is being released: see SAMPLE */
-	tgid = task_tgid_nr_ns(t, ns);
-	if (!(gen & 1) || !tgid)
-		return false;
-	l->tgid = tgid;
-	l->index = s - ts_slots;
-	l->gen = gen;
-	return true;
-}
-
-long ts_ioctl_locate(void __user *uarg)
-{
-	struct taskstate_locate args;
-	long usize, found;
-
-	usize = ts_get_args(&args, sizeof(args), TASKSTATE_LOCATE_SIZE_VER0,
-			    uarg);
-	if (usize < 0)
-		return usize;
-	if (args.flags)
-		return -EINVAL;
-	if (args.count > TASKSTATE_BATCH_MAX)
-		return -E2BIG;
-	found = ts_batch(args.locations, args.count,
-			 sizeof(struct taskstate_location), ts_locate_one);
-	if (found < 0)
-		return found;
-	args.found = found;
-	if (ts_put_args(uarg, &args, sizeof(args), usize))
-		return -EFAULT;
-	return args.found;
 }

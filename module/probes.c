@@ -59,39 +59,12 @@
 #include <linux/workqueue.h>
 #include <trace/events/sched.h>
 #include <trace/events/task.h>
+#include "hooks.h"
+#include "probes.h"
 #include "states.h"
 #include "table.h"
-#include "probes.h"
 
 static bool ts_inherit_all;
-
-#ifdef TS_FAULT_INJECT
-/*
- * Fault-injection builds only (scripts/build-module.sh builds one for the
- * tests): widen the window between the newtask probe's lockless look at
- * the parent's slot and the insert of the child, which is a few
- * instructions wide otherwise, so that a test can show whether an
- * UNTRACK racing clone() leaves children tracked.
- */
-#include <linux/delay.h>
-
-static unsigned int newtask_delay_us;
-module_param(newtask_delay_us, uint, 0644);
-MODULE_PARM_DESC(newtask_delay_us, "Fault-injection build: busy-wait this long (us, at most 10000) in the task_newtask probe between its look at the parent's slot and the child's insert");
-
-/* At most 10 ms: it spins with preemption off inside clone(). */
-static void ts_fault_newtask_delay(void)
-{
-	unsigned int us = min(READ_ONCE(newtask_delay_us), 10000U);
-
-	if (us)
-		udelay(us);
-}
-#else
-static inline void ts_fault_newtask_delay(void)
-{
-}
-#endif
 
 /*
  * The index as the switch and wakeup probes look it up: its buckets, mask
@@ -193,7 +166,7 @@ static void ts_probe_newtask(void *data, struct task_struct *child,
 		s = ts_lookup(current);
 		if (!s || !(READ_ONCE(s->flags) & TS_SLOT_INHERIT))
 			return;
-		ts_fault_newtask_delay();
+		ts_hook_newtask();
 	}
 	ts_track_child(child, current, ts_inherit_all);
 }
@@ -358,7 +331,9 @@ static void ts_detach_fn(struct work_struct *work)
 
 static DECLARE_DELAYED_WORK(ts_detach_work, ts_detach_fn);
 
-/*
+/**
+ * ts_probes_idle() - detach the probes a second after nothing is tracked
+ *
  * After an untrack, or a TRACK that may have inserted nothing: if nothing
  * is tracked now, detach, a second later, from a worker (the caller may
  * be the free probe, in an RCU callback, or hold ts_attach_lock), which
@@ -371,6 +346,9 @@ static DECLARE_DELAYED_WORK(ts_detach_work, ts_detach_fn);
  * system_long_wq, not system_wq: the detach waits for two grace periods
  * (tracepoint_synchronize_unregister(): SRCU and RCU), which would hold
  * a worker of the per-CPU pool that short work items share.
+ *
+ * Context: any: process context, an RCU callback (the free probe), or under
+ * ts_attach_lock; does not sleep.
  */
 void ts_probes_idle(void)
 {
@@ -378,9 +356,15 @@ void ts_probes_idle(void)
 		mod_delayed_work(system_long_wq, &ts_detach_work, HZ);
 }
 
-/*
+/**
+ * ts_probes_get() - attach the probes for a TRACK
+ *
  * For TRACK: the probes attached, and kept so until ts_probes_put(); the
  * slots must be inserted in between.
+ *
+ * Context: process context; may sleep.  Holds ts_attach_lock on success, until
+ * ts_probes_put().
+ * Return: 0, or tracepoint_probe_register()'s -errno.
  */
 int ts_probes_get(void)
 {
@@ -393,6 +377,11 @@ int ts_probes_get(void)
 	return ret;
 }
 
+/**
+ * ts_probes_put() - end what ts_probes_get() began
+ *
+ * Context: process context, holding ts_attach_lock from ts_probes_get().
+ */
 void ts_probes_put(void)
 {
 	/* A TRACK that inserted nothing (or threads gone already). */
@@ -422,9 +411,16 @@ module_param_cb(tracepoints_on, &ts_tracepoints_on_ops, NULL, 0444);
 MODULE_PARM_DESC(tracepoints_on,
 		 "Read-only: how many of the 7 scheduler tracepoints taskstate hooks are enabled (their static key on): 7 while its probes are attached, 0 with track_all=0 and nothing tracked unless another tracer uses them.");
 
-/*
+/**
+ * ts_probes_init() - find the tracepoints; attach for good with @track_all
+ * @track_all: the track_all parameter
+ *
  * At load: find the tracepoints, and with @track_all attach for good.
  * Without it nothing is attached until the first TRACK.
+ *
+ * Context: module load, after ts_table_init(); may sleep.
+ * Return: 0, -ENOENT for a tracepoint this kernel lacks, or
+ * tracepoint_probe_register()'s -errno.
  */
 int ts_probes_init(bool track_all)
 {
@@ -432,6 +428,7 @@ int ts_probes_init(bool track_all)
 	int ret = 0;
 
 	ts_check_prototypes();
+	ts_hook_switch_probe(ts_probe_switch);
 	ts_probe_ix.buckets = ts_index.buckets;
 	ts_probe_ix.mask = ts_index_mask(&ts_index);
 	ts_probe_ix.shift = BITS_PER_LONG - ts_index.bits;
@@ -460,11 +457,15 @@ int ts_probes_init(bool track_all)
 	return ret;
 }
 
-/*
+/**
+ * ts_probes_exit() - detach the probes and wait for the slots they released
+ *
  * At unload, when no file is open (no TRACK or UNTRACK can run): detach,
  * let a queued detach finish, and wait for the slots the probes and
  * UNTRACK released (ts_slot_reuse() is an RCU callback): then the table
  * can be freed.
+ *
+ * Context: module unload, or a failed load; may sleep.
  */
 void ts_probes_exit(void)
 {
@@ -474,53 +475,3 @@ void ts_probes_exit(void)
 	cancel_delayed_work_sync(&ts_detach_work);
 	rcu_barrier();
 }
-
-#ifdef TS_BENCH
-/*
- * Bench builds only (`make bench`): at load, time bench_iters calls of the
- * sched_switch probe body, with both tasks tracked (two words written per
- * call, as in a real switch between tracked threads) and with neither
- * tracked (the lookup misses), against a bare clock read and an empty
- * loop.  Preemption is off so no real switch interleaves.
- */
-#include <linux/sched/task.h>
-
-static unsigned int bench_iters;
-module_param(bench_iters, uint, 0444);
-MODULE_PARM_DESC(bench_iters, "Bench build: probe body calls to time at load (0: none)");
-
-static unsigned long bench_ns[4];
-static unsigned int bench_nr = ARRAY_SIZE(bench_ns);
-module_param_array(bench_ns, ulong, &bench_nr, 0444);
-MODULE_PARM_DESC(bench_ns, "Bench build, result: ns for bench_iters of: empty loop, clock read, probe (tracked), probe (untracked)");
-
-void ts_bench_probe(void)
-{
-	struct task_struct *idle = &init_task;	/* never in the table */
-	unsigned int i, n = bench_iters;
-	u64 t[5], sink = 0;
-
-	if (!n || !ts_lookup(current))
-		return;
-	preempt_disable();
-	t[0] = ktime_get_ns();
-	for (i = 0; i < n; i++)
-		barrier();
-	t[1] = ktime_get_ns();
-	for (i = 0; i < n; i++)
-		sink += ktime_get_boot_fast_ns();
-	t[2] = ktime_get_ns();
-	for (i = 0; i < n; i++)
-		TS_SWITCH_CALL(ts_probe_switch, NULL, true, current, current,
-			       TASK_RUNNING);
-	t[3] = ktime_get_ns();
-	for (i = 0; i < n; i++)
-		TS_SWITCH_CALL(ts_probe_switch, NULL, true, idle, idle,
-			       TASK_RUNNING);
-	t[4] = ktime_get_ns();
-	preempt_enable();
-	for (i = 0; i < ARRAY_SIZE(bench_ns); i++)
-		bench_ns[i] = t[i + 1] - t[i];
-	pr_info("bench: %u iterations, sink %llu\n", n, sink & 1);
-}
-#endif

@@ -10,12 +10,4 @@ int ts_probes_get(void);
 void ts_probes_put(void);
 void ts_probes_idle(void);
 
-#ifdef TS_BENCH
-void ts_bench_probe(void);
-#else
-static inline void ts_bench_probe(void)
-{
-}
-#endif
-
 #endif /* TASKSTATE_PROBES_H */

@@ -10,13 +10,19 @@
 #include "compat.h"
 #include "word.h"
 
-/*
+/**
+ * ts_state_from_linux() - the taskstate state of a sleeping task's __state
+ * @st: the __state (sched_switch's prev_state)
+ *
  * Map a sleeping task's __state (as sched_switch passes it in prev_state).
  * Modifier bits (TASK_WAKEKILL, TASK_FREEZABLE, __TASK_FREEZABLE_UNSAFE)
  * do not change the class; TASK_NOLOAD turns an uninterruptible wait into
  * TASK_IDLE, which is not a blocked task.  Tested in this order because
  * the bits combine: TASK_KILLABLE is WAKEKILL|UNINTERRUPTIBLE, TASK_STOPPED
  * is WAKEKILL|__TASK_STOPPED, TASK_IDLE is UNINTERRUPTIBLE|NOLOAD.
+ *
+ * Context: any.
+ * Return: TASKSTATE_SLEEPING, _BLOCKED, _STOPPED, _TRACED or _DEAD.
  */
 static inline unsigned int ts_state_from_linux(unsigned int st)
 {
@@ -37,7 +43,10 @@ static inline unsigned int ts_state_from_linux(unsigned int st)
 	return TASKSTATE_RUNNABLE;
 }
 
-/*
+/**
+ * ts_state_of() - the state of a task not being switched now
+ * @t: the task
+ *
  * The state of a task that is not passing through a tracepoint right now,
  * for the snapshot taken when tracking starts (ts_snapshot()):
  *  - on a CPU is RUNNING whatever __state says (a task about to sleep
@@ -62,6 +71,9 @@ static inline unsigned int ts_state_from_linux(unsigned int st)
  * not exported); the window is documented in docs/design.md.
  * TASKSTATE_NONE for a task not yet woken for the first time:
  * sched_wakeup_new will write its word.
+ *
+ * Context: process context, under rcu_read_lock().
+ * Return: its TASKSTATE_* state.
  */
 static inline unsigned int ts_state_of(struct task_struct *t)
 {

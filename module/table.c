@@ -45,6 +45,13 @@ static u32 *ts_free;			/* stack of free slot indices */
 static unsigned int ts_nr_free;
 static unsigned int ts_hwm;		/* no slot at or above was ever used */
 
+/**
+ * ts_table_init() - allocate the table for @nr_slots threads
+ * @nr_slots: max_threads
+ *
+ * Context: module load, before the probes; may sleep.
+ * Return: 0, or -ENOMEM (nothing left allocated).
+ */
 int ts_table_init(unsigned int nr_slots)
 {
 	unsigned int i;
@@ -78,7 +85,13 @@ int ts_table_init(unsigned int nr_slots)
 	return 0;
 }
 
-/* Callers have unregistered the probes and waited for pending releases. */
+/**
+ * ts_table_exit() - free the table
+ *
+ * Callers have unregistered the probes and waited for pending releases.
+ *
+ * Context: module unload, or a failed load; may sleep.
+ */
 void ts_table_exit(void)
 {
 	kvfree(ts_free);
@@ -97,7 +110,12 @@ void ts_table_exit(void)
  */
 static u64 ts_inserts;
 
-/* The last insert's number: every slot with this one or lower is in. */
+/**
+ * ts_inserts_now() - the number of the last insert
+ *
+ * Context: process context; takes ts_lock.
+ * Return: the last insert's number: every slot with this one or lower is in.
+ */
 u64 ts_inserts_now(void)
 {
 	unsigned long irqflags;
@@ -354,7 +372,11 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 	return 0;
 }
 
-/*
+/**
+ * ts_track() - start tracking a thread
+ * @t: the thread
+ * @flags: TS_SLOT_* to give its slot (or add to the one it has)
+ *
  * Start tracking @t, or add @flags if it is tracked already, for the
  * device (TRACK) and track_all at load.  A thread that already runs gets
  * its first word from ts_snapshot(), a grace period later.  A refusal
@@ -365,6 +387,9 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
  * The caller holds rcu_read_lock() and found @t in a pid or thread list
  * within that section, so @t's sched_process_free, queued only after it
  * left those lists, cannot have run yet: the slot will be released.
+ *
+ * Context: process context, under rcu_read_lock(); takes ts_lock.
+ * Return: 0, or -ENOSPC when the table is full.
  */
 int ts_track(struct task_struct *t, unsigned int flags)
 {
@@ -383,7 +408,12 @@ int ts_track(struct task_struct *t, unsigned int flags)
 	return ret;
 }
 
-/*
+/**
+ * ts_track_child() - track a new task whose creator is tracked so
+ * @child: the new task, which has not run yet
+ * @parent: the thread that called clone()
+ * @all: track_all: every new task is tracked
+ *
  * Track @child, a new task that has not run yet, because its creator
  * @parent is tracked with inheritance (or, with @all, because every
  * thread is).  The creator's slot and its flag are checked again here,
@@ -400,6 +430,8 @@ int ts_track(struct task_struct *t, unsigned int flags)
  *
  * A child the table has no room for is counted in ts_nr_untracked: a
  * thread left untracked that should have been tracked.
+ *
+ * Context: the task_newtask probe (preemption disabled); takes ts_lock.
  */
 void ts_track_child(struct task_struct *child, struct task_struct *parent,
 		    bool all)
@@ -518,7 +550,11 @@ static u64 ts_since_estimate(struct task_struct *t, unsigned int state,
 #endif
 }
 
-/*
+/**
+ * ts_snapshot() - give a newly tracked thread the word of its current state
+ * @t: the thread
+ * @upto: ts_inserts_now(), read before the grace period began
+ *
  * Give a thread that was already running when its slot was published the
  * word for its current state.  Call a grace period after ts_track(): by
  * then every probe that ran without seeing the slot has finished, with
@@ -537,6 +573,8 @@ static u64 ts_since_estimate(struct task_struct *t, unsigned int state,
  * to the caller that inserted it, which snapshots it after its own wait.
  * Caller holds rcu_read_lock() and found @t within it; the slot cannot be
  * reused (its ticket rewritten) before that section ends.
+ *
+ * Context: process context, under rcu_read_lock(); takes ts_lock.
  */
 void ts_snapshot(struct task_struct *t, u64 upto)
 {
@@ -591,10 +629,17 @@ static void ts_slot_reuse(struct rcu_head *head)
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
 
-/*
+/**
+ * ts_untrack() - stop tracking a thread
+ * @t: the thread
+ *
  * Stop tracking @t.  Called when the task is freed (sched_process_free)
  * and through the device.  The slot is unlinked at once and reused a
- * grace period later.  Returns whether @t was tracked.
+ * grace period later.
+ *
+ * Context: process context, or the sched_process_free probe (an RCU
+ * callback); takes ts_lock.
+ * Return: whether @t was tracked.
  */
 bool ts_untrack(struct task_struct *t)
 {
@@ -616,11 +661,16 @@ bool ts_untrack(struct task_struct *t)
 	return s;
 }
 
-/*
+/**
+ * ts_track_existing() - track every thread that exists (track_all)
+ * @probes_since: ktime_get_ns() before the probes were registered
+ *
  * Track every thread that exists, for track_all.  The probes are
  * registered first (at @probes_since, ktime_get_ns()), so a thread
  * created meanwhile is tracked by the task_newtask probe (ts_track() is
  * idempotent) and a thread freed meanwhile is released by the free probe.
+ *
+ * Context: module load, process context; may sleep (a grace period).
  */
 void ts_track_existing(u64 probes_since)
 {
@@ -652,7 +702,10 @@ void ts_track_existing(u64 probes_since)
 	rcu_read_unlock();
 }
 
-/*
+/**
+ * ts_retid() - show a thread's new tid in its entry
+ * @t: the thread, which exec gave its leader's tid
+ *
  * exec by a non-leader thread gave @t its leader's tid (de_thread()): show
  * the new one in @t's entry, same entry and gen (the sched_process_exec
  * probe, and the sched_process_exit probe for an exec that failed after
@@ -660,6 +713,9 @@ void ts_track_existing(u64 probes_since)
  * ts_untrack() cleared it; a released entry keeps tid 0.  Between
  * de_thread() and either probe the entry shows the old tid: that window
  * has no tracepoint (the uapi header says so).
+ *
+ * Context: the sched_process_exec and sched_process_exit probes; takes
+ * ts_lock.
  */
 void ts_retid(struct task_struct *t)
 {
@@ -673,7 +729,11 @@ void ts_retid(struct task_struct *t)
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
 
-/*
+/**
+ * ts_proc_read() - a process's totals, for TASKSTATE_IOC_PROCESS
+ * @leader: the process's leader, found by its pid
+ * @p: the answer; the caller zeroed its out fields
+ *
  * TASKSTATE_IOC_PROCESS: the totals of the process led by @leader (found
  * by its pid, under rcu_read_lock()), into the out fields of @p, which
  * the caller zeroed.  One look at the record (uapi: "a thread is counted
@@ -695,6 +755,9 @@ void ts_retid(struct task_struct *t)
  * So each state's answer is kept from going below the last one given
  * (shown_ns), as cputime_adjust() keeps a process's utime and stime
  * from going back; the true count passes it again within that moment.
+ *
+ * Context: process context, under rcu_read_lock(); takes ts_lock, and
+ * drops it between chunks of threads.
  */
 void ts_proc_read(struct task_struct *leader, struct taskstate_process *p)
 {
@@ -746,11 +809,18 @@ out_unlock:
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
 
-/*
+/**
+ * ts_view_slot() - what a reader shows about one slot
+ * @idx: the slot
+ * @ns: the reader's pid namespace
+ * @v: the copy
+ *
  * Copy what a reader shows about slot @idx.  Under ts_lock the slot's task
  * cannot be freed (the free probe, which runs before the task_struct is
- * put, waits for the lock), so its pid and comm can be read.  Returns
- * false for a free slot or a task not visible in @ns.
+ * put, waits for the lock), so its pid and comm can be read.
+ *
+ * Context: process context; takes ts_lock.
+ * Return: false for a free slot, a task not visible in @ns, or no word yet.
  */
 bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 		  struct ts_view *v)
@@ -791,6 +861,12 @@ bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 	return t && v->tid && v->tgid && v->word;
 }
 
+/**
+ * ts_slots_used() - the slots a reader scans
+ *
+ * Context: any.
+ * Return: the high-water mark: no slot at or above it was ever used.
+ */
 unsigned int ts_slots_used(void)
 {
 	return READ_ONCE(ts_hwm);

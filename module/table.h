@@ -65,10 +65,17 @@ extern unsigned int ts_nr_slots;
 extern unsigned int ts_nr_tracked;
 extern atomic_long_t ts_nr_untracked;
 
-/*
+/**
+ * ts_lookup() - a task's slot
+ * @t: the task
+ *
  * Lockless lookup, for the probes (preemption disabled) and readers
  * (rcu_read_lock()).  A slot found here stays this task's until a grace
  * period after it is released.
+ *
+ * Context: the probes (preemption disabled), or under rcu_read_lock() or
+ * ts_lock.
+ * Return: the slot, or NULL if @t is not tracked.
  */
 static __always_inline struct ts_slot *ts_lookup(const struct task_struct *t)
 {
@@ -78,16 +85,29 @@ static __always_inline struct ts_slot *ts_lookup(const struct task_struct *t)
 	return idx == TS_INDEX_NONE ? NULL : &ts_slots[idx];
 }
 
+/**
+ * ts_slot_pub() - a slot's public half
+ * @s: the slot
+ *
+ * Context: any.
+ * Return: its entry in ts_pub[].
+ */
 static __always_inline struct ts_pub *ts_slot_pub(const struct ts_slot *s)
 {
 	return &ts_pub[s - ts_slots];
 }
 
-/*
+/**
+ * ts_pub_take() - give an entry to a new owner
+ * @p: the entry
+ * @tid: the owner's tid
+ *
  * Give entry @p to a new owner, under ts_lock, before the slot is
  * published to the probes.  The word is 0 (reset a grace period after
  * the last release).  The read protocol in the uapi header relies on
  * this order: tid (and the reset word) before the odd gen.
+ *
+ * Context: under ts_lock.
  */
 static inline void ts_pub_take(struct ts_pub *p, u32 tid)
 {
@@ -96,12 +116,17 @@ static inline void ts_pub_take(struct ts_pub *p, u32 tid)
 	WRITE_ONCE(p->gen, p->gen + 1);
 }
 
-/*
+/**
+ * ts_pub_release() - take an entry from its owner
+ * @p: the entry
+ *
  * The owner is no longer tracked, under ts_lock: readers that located it
  * see a new gen from now on.  The even gen is stored before the tid is
  * cleared and before the word is reset (ts_slot_reuse(), a grace period
  * later, which orders it after this), so a reader that sees either of
  * those sees the new gen on its second gen load.
+ *
+ * Context: under ts_lock.
  */
 static inline void ts_pub_release(struct ts_pub *p)
 {

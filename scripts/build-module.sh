@@ -60,9 +60,14 @@ else
 	src=$out/src
 fi
 rm -rf "$src"
-mkdir -p "$src/selftests/taskstate" "$src/fi"
-cp -r "$top/Kbuild" "$top/module" "$top/include" "$src/"
-cp -r "$top/Kbuild" "$top/module" "$top/include" "$src/fi/"
+# The module, with the build variants' sources (Kbuild pulls them in only
+# for TS_BENCH, TS_WRITE_SCHEME or TS_FAULT_INJECT).
+for d in "$src" "$src/fi"; do
+	mkdir -p "$d/bench" "$d/selftests/taskstate"
+	cp -r "$top/Kbuild" "$top/module" "$top/include" "$d/"
+	cp -r "$top/bench/kmod" "$d/bench/"
+	cp -r "$top/selftests/taskstate/fault" "$d/selftests/taskstate/"
+done
 cp -r "$top/selftests/taskstate/torture" "$src/selftests/taskstate/"
 if [ -n "$croot" ]; then
 	# shellcheck disable=SC2016,SC2086
