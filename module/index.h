@@ -121,16 +121,20 @@ static __always_inline unsigned int ts_index_mask(const struct ts_index *ix)
 }
 
 /*
- * The entry index of @task, or TS_INDEX_NONE, in the index of @buckets,
- * 1 << bits of them, given @mask ((1 << bits) - 1) and @shift
+ * Where the entry index of @task is kept, or NULL, in the index of
+ * @buckets, 1 << bits of them, given @mask ((1 << bits) - 1) and @shift
  * (BITS_PER_LONG - bits): the probes keep the three, fixed at load,
- * rather than derive them at every lookup.  Lockless: under RCU, or
- * under the lock that changes the index.
+ * rather than derive them at every lookup.  The owner was matched and
+ * then smp_rmb(), so a READ_ONCE() of the result is the owner's index.
+ * Lockless: under RCU, or under the lock that changes the index.
+ *
+ * The ways are compared unrolled (5 or 7 of them, a constant): a hit in
+ * way 0, the common case with few tasks a bucket, is one compare.
  */
-static __always_inline u32 ts_index_find_in(const struct ts_bucket *buckets,
-					    unsigned int mask,
-					    unsigned int shift,
-					    const void *task)
+static __always_inline const u32 *ts_index_way_in(const struct ts_bucket *buckets,
+						  unsigned int mask,
+						  unsigned int shift,
+						  const void *task)
 {
 	unsigned int b = ts_index_mix(task) >> shift;
 	unsigned int n, j;
@@ -142,16 +146,28 @@ static __always_inline u32 ts_index_find_in(const struct ts_bucket *buckets,
 
 		if (!spill)
 			break;
+#pragma GCC unroll 8
 		for (j = 0; j < TS_BUCKET_WAYS; j++) {
 			if (READ_ONCE(bk->task[j]) == task) {
 				smp_rmb();	/* the owner, then its index */
-				return READ_ONCE(bk->idx[j]);
+				return &bk->idx[j];
 			}
 		}
 		if (!(spill & TS_SPILL_COUNT))
 			break;
 	}
-	return TS_INDEX_NONE;
+	return NULL;
+}
+
+/* The entry index of @task, or TS_INDEX_NONE; see ts_index_way_in(). */
+static __always_inline u32 ts_index_find_in(const struct ts_bucket *buckets,
+					    unsigned int mask,
+					    unsigned int shift,
+					    const void *task)
+{
+	const u32 *idx = ts_index_way_in(buckets, mask, shift, task);
+
+	return idx ? READ_ONCE(*idx) : TS_INDEX_NONE;
 }
 
 /* The same, from the index itself. */
@@ -189,7 +205,7 @@ found:
 			   ix->buckets[home].spill + 1);
 	WRITE_ONCE(bk->spill, bk->spill | TS_BUCKET_USED);
 	WRITE_ONCE(bk->idx[j], idx);
-	smp_wmb();	/* pairs with ts_index_find()'s smp_rmb() */
+	smp_wmb();	/* pairs with ts_index_way_in()'s smp_rmb() */
 	WRITE_ONCE(bk->task[j], task);
 	return b * TS_BUCKET_WAYS + j;
 }
