@@ -113,7 +113,7 @@ static __always_inline void ts_pub_set(struct ts_pub *p, unsigned int state,
 
 	if (taskstate_state(old) == state)
 		return;
-	if (ts_totals) {
+	if (likely(ts_totals)) {
 		/* taskstate_total_of(), RUNNING to BLOCKED taken first. */
 		unsigned int total = taskstate_state(old) - TASKSTATE_RUNNING;
 

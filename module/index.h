@@ -121,20 +121,20 @@ static __always_inline unsigned int ts_index_mask(const struct ts_index *ix)
 }
 
 /*
- * Where the entry index of @task is kept, or NULL, in the index of
- * @buckets, 1 << bits of them, given @mask ((1 << bits) - 1) and @shift
- * (BITS_PER_LONG - bits): the probes keep the three, fixed at load,
- * rather than derive them at every lookup.  The owner was matched and
- * then smp_rmb(), so a READ_ONCE() of the result is the owner's index.
- * Lockless: under RCU, or under the lock that changes the index.
+ * Whether @task has a way in the index of @buckets, 1 << bits of them,
+ * given @mask ((1 << bits) - 1) and @shift (BITS_PER_LONG - bits): the
+ * probes keep the three, fixed at load, rather than derive them at every
+ * lookup.  If so, *@idx is its entry index, loaded after the owner (by
+ * smp_rmb()).  Lockless: under RCU, or under the lock that changes the
+ * index.
  *
  * The ways are compared unrolled (5 or 7 of them, a constant): a hit in
  * way 0, the common case with few tasks a bucket, is one compare.
  */
-static __always_inline const u32 *ts_index_way_in(const struct ts_bucket *buckets,
-						  unsigned int mask,
-						  unsigned int shift,
-						  const void *task)
+static __always_inline bool ts_index_way_in(const struct ts_bucket *buckets,
+					    unsigned int mask,
+					    unsigned int shift,
+					    const void *task, u32 *idx)
 {
 	unsigned int b = ts_index_mix(task) >> shift;
 	unsigned int n, j;
@@ -150,13 +150,14 @@ static __always_inline const u32 *ts_index_way_in(const struct ts_bucket *bucket
 		for (j = 0; j < TS_BUCKET_WAYS; j++) {
 			if (READ_ONCE(bk->task[j]) == task) {
 				smp_rmb();	/* the owner, then its index */
-				return &bk->idx[j];
+				*idx = READ_ONCE(bk->idx[j]);
+				return true;
 			}
 		}
 		if (!(spill & TS_SPILL_COUNT))
 			break;
 	}
-	return NULL;
+	return false;
 }
 
 /* The entry index of @task, or TS_INDEX_NONE; see ts_index_way_in(). */
@@ -165,9 +166,10 @@ static __always_inline u32 ts_index_find_in(const struct ts_bucket *buckets,
 					    unsigned int shift,
 					    const void *task)
 {
-	const u32 *idx = ts_index_way_in(buckets, mask, shift, task);
+	u32 idx;
 
-	return idx ? READ_ONCE(*idx) : TS_INDEX_NONE;
+	return ts_index_way_in(buckets, mask, shift, task, &idx) ?
+	       idx : TS_INDEX_NONE;
 }
 
 /* The same, from the index itself. */

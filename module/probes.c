@@ -118,9 +118,11 @@ static struct ts_probe_geom ts_probe_ix __read_mostly;
 static __always_inline struct ts_pub *ts_lookup_pub(const struct ts_probe_geom *g,
 						    const struct task_struct *t)
 {
-	const u32 *idx = ts_index_way_in(g->buckets, g->mask, g->shift, t);
+	u32 idx;
 
-	return idx ? &g->pub[READ_ONCE(*idx)] : NULL;
+	if (!ts_index_way_in(g->buckets, g->mask, g->shift, t, &idx))
+		return NULL;
+	return &g->pub[idx];
 }
 
 static __always_inline unsigned int ts_prev_state(bool preempt,
