@@ -47,7 +47,7 @@
 # module-area code and the lines they touch; default 0: under QEMU 7.2
 # these counts run several times above the loads and stores of the
 # module's code, so they are not trusted; see docs/performance.md),
-# COUNT_GUARD_LIMIT.
+# COUNT_GUARD_LIMIT, COUNT_APPEND (more kernel command line).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -112,7 +112,7 @@ rc=0
 QEMU_EXTRA="-plugin $bin/tscount.so,out=$out/spans.txt,prof=1,mem=$COUNT_MEM" \
 	"$top/scripts/vm-run.sh" --quiet --timeout "$COUNT_TIMEOUT" \
 	--accel "tcg" \
-	--append "tsc=reliable clocksource=tsc isolcpus=1 irqaffinity=0" \
+	--append "tsc=reliable clocksource=tsc isolcpus=1 irqaffinity=0${COUNT_APPEND:+ $COUNT_APPEND}" \
 	"$kver" "$out" "$guest" || rc=$?
 rm -f "$guest"
 log "guest done in $(( $(date +%s) - t0 )) s, status $rc"
