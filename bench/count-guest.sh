@@ -43,6 +43,12 @@ echo NO_WAKEUP_PREEMPTION > /sys/kernel/debug/sched/features ||
 	echo "guest_ncpu=$(nproc)"
 	echo "sched_features=$(cat /sys/kernel/debug/sched/features)"
 	echo "randomize_va_space=$(cat /proc/sys/kernel/randomize_va_space)"
+	# What the guest's CPU model makes the kernel add (return thunks,
+	# retpolines): part of every configuration's count, the module's too.
+	echo "cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+	for f in /sys/devices/system/cpu/vulnerabilities/*; do
+		echo "vulnerability_${f##*/}=$(cat "$f")"
+	done
 } > "$out/guest-env.txt"
 : > "$out/manifest.txt"
 

@@ -69,16 +69,19 @@ extern bool ts_totals;
 static __always_inline void ts_pub_add(struct ts_pub *p, u64 old,
 				       unsigned int total, u64 *now)
 {
-	u64 since = taskstate_since_ns(old);
-	/* The difference mod 2^61 in the top bits: bit 60 is the sign bit. */
-	u64 d = (*now - since) << (64 - TASKSTATE_TIME_BITS);
+	/*
+	 * The difference mod 2^61 in the top bits: bit 60 is the sign bit.
+	 * The old word's state bits are multiples of 2^61, so they shift
+	 * out: no need to take the since-time out of @old first.
+	 */
+	u64 d = (*now - old) << (64 - TASKSTATE_TIME_BITS);
 	atomic64_t *t = &p->state_ns[total];
 
 	/* One address for the load and the store (gcc 12 made two). */
 	OPTIMIZER_HIDE_VAR(t);
 	if (unlikely((s64)d < 0)) {	/* d > TASKSTATE_TIME_MASK >> 1 */
 		d = 0;
-		*now = since;
+		*now = taskstate_since_ns(old);
 	}
 	d >>= 64 - TASKSTATE_TIME_BITS;	/* d & TASKSTATE_TIME_MASK */
 	ts_u64_store(t, (u64)READ_ONCE(t->counter) + d);
@@ -132,7 +135,7 @@ static __always_inline void ts_pub_set(struct ts_pub *p, unsigned int state,
 
 	if (taskstate_state(old) == state)
 		return;
-	if (ts_totals) {
+	if (likely(ts_totals)) {
 		/* taskstate_total_of(), RUNNING to BLOCKED taken first. */
 		unsigned int total = taskstate_state(old) - TASKSTATE_RUNNING;
 

@@ -68,26 +68,34 @@ static bool ts_inherit_all;
 
 /*
  * The index as the switch and wakeup probes look it up: its buckets, mask
- * and hash shift, fixed from the table's allocation to its free, copied
- * by ts_probes_init() (after ts_table_init(), before any probe is
- * attached) so that a lookup need not derive them from ts_index.bits.
+ * and hash shift, and the entries it points into, fixed from the table's
+ * allocation to its free, copied by ts_probes_init() (after
+ * ts_table_init(), before any probe is attached) so that a lookup need
+ * not derive them from ts_index.bits.  A probe copies them once: the
+ * smp_rmb() of a lookup (a compiler barrier on x86) would otherwise make
+ * the second lookup of a switch load them again.
  */
-static struct {
+struct ts_probe_geom {
 	const struct ts_bucket *buckets;
+	struct ts_pub *pub;
 	unsigned int mask;
 	unsigned int shift;
-} ts_probe_ix __read_mostly;
+};
+
+static struct ts_probe_geom ts_probe_ix __read_mostly;
 
 /*
  * The public entry of a tracked task, or NULL.  Straight from the index:
  * a switch or wakeup touches nothing of the slot but its entry.
  */
-static __always_inline struct ts_pub *ts_lookup_pub(const struct task_struct *t)
+static __always_inline struct ts_pub *ts_lookup_pub(const struct ts_probe_geom *g,
+						    const struct task_struct *t)
 {
-	u32 idx = ts_index_find_in(ts_probe_ix.buckets, ts_probe_ix.mask,
-				   ts_probe_ix.shift, t);
+	u32 idx;
 
-	return idx == TS_INDEX_NONE ? NULL : &ts_pub[idx];
+	if (!ts_index_way_in(g->buckets, g->mask, g->shift, t, &idx))
+		return NULL;
+	return &g->pub[idx];
 }
 
 static __always_inline unsigned int ts_prev_state(bool preempt,
@@ -104,12 +112,13 @@ static __always_inline unsigned int ts_prev_state(bool preempt,
 
 static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
 {
+	const struct ts_probe_geom g = ts_probe_ix;
 	struct ts_pub *pp, *np;
 	unsigned int pstate = 0;
 	u64 now;
 
-	pp = ts_lookup_pub(prev);
-	np = ts_lookup_pub(next);
+	pp = ts_lookup_pub(&g, prev);
+	np = ts_lookup_pub(&g, next);
 	if (!pp && !np)
 		return;
 	/* Before the call: fewer registers to keep across it. */
@@ -135,7 +144,7 @@ static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
  */
 static void ts_probe_wakeup(void *data, struct task_struct *p)
 {
-	struct ts_pub *pub = ts_lookup_pub(p);
+	struct ts_pub *pub = ts_lookup_pub(&ts_probe_ix, p);
 
 	if (pub)
 		ts_pub_set(pub, ts_task_on_cpu(p) ? TASKSTATE_RUNNING :
@@ -430,6 +439,7 @@ int ts_probes_init(bool track_all)
 	ts_check_prototypes();
 	ts_hook_switch_probe(ts_probe_switch);
 	ts_probe_ix.buckets = ts_index.buckets;
+	ts_probe_ix.pub = ts_pub;
 	ts_probe_ix.mask = ts_index_mask(&ts_index);
 	ts_probe_ix.shift = BITS_PER_LONG - ts_index.bits;
 	ts_inherit_all = track_all;
