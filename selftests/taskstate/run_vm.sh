@@ -72,9 +72,9 @@ section_track_all() {
 		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_bpftrace"
 	run "$TS_BIN/ts_timens"
-	run "$TS_BIN/ts_review" info_counts_are_system_wide_in_child_pidns \
-		churn_occupancy failed_exec_from_thread_keeps_its_tid
 	run "$TS_BIN/ts_attach"
+	run "$TS_BIN/ts_attach" churn_occupancy
+	run "$TS_BIN/ts_mmap" failed_exec_from_thread_keeps_its_tid
 	check "unload" rmmod taskstate
 }
 
@@ -93,10 +93,9 @@ section_track_none() {
 	check "examples/stuck_pool finds its stuck worker (track_all=0)" \
 		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_timens"
-	run "$TS_BIN/ts_review" untrack_process_racing_clone \
-		info_counts_are_system_wide_in_child_pidns \
-		failed_exec_from_thread_keeps_its_tid
 	run "$TS_BIN/ts_attach"
+	run "$TS_BIN/ts_attach" untrack_process_racing_clone
+	run "$TS_BIN/ts_mmap" failed_exec_from_thread_keeps_its_tid
 	detach_queue
 	check "unload (track_all=0)" rmmod taskstate
 }
@@ -145,20 +144,20 @@ section_review() {
 	# the thread is untracked and tracked again.
 	if check "load fault-injection build (track_all=0)" \
 	   insmod "$TS_FI_KO" track_all=0 newtask_delay_us=200; then
-		run "$TS_BIN/ts_review" untrack_process_racing_clone \
-			snapshot_leaves_a_younger_slot \
-			mmap_is_enodev_without_whole_word_loads
+		run "$TS_BIN/ts_attach" untrack_process_racing_clone \
+			snapshot_leaves_a_younger_slot
+		run "$TS_BIN/ts_mmap" mmap_is_enodev_without_whole_word_loads
 		check "unload fault-injection build" rmmod taskstate
 	fi
 	# nr_untracked, with a table small enough to fill.
 	if check "load (track_all=0 max_threads=64)" \
 	   insmod "$TS_KO" track_all=0 max_threads=64; then
-		run "$TS_BIN/ts_review" nr_untracked_counts_threads
+		run "$TS_BIN/ts_attach" nr_untracked_counts_threads
 		check "unload (max_threads=64)" rmmod taskstate
 	fi
 	# Walks over a full table: SAMPLE and debugfs reschedule per chunk.
 	if check "load (max_threads=2048)" insmod "$TS_KO" max_threads=2048; then
-		run "$TS_BIN/ts_review" long_walks_with_full_table
+		run "$TS_BIN/ts_attach" long_walks_with_full_table
 		check "unload (max_threads=2048)" rmmod taskstate
 	fi
 	# The snapshot of a thread preempted between set_current_state()
@@ -168,7 +167,7 @@ section_review() {
 		for all in 1 0; do
 			insmod "$TS_KO" track_all=$all
 			TS_QSLEEPER_TID=$qtid TS_QSLEEPER_CPU=0 \
-				run "$TS_BIN/ts_review" snapshot_of_queued_sleeper
+				run "$TS_BIN/ts_attach" snapshot_of_queued_sleeper
 			rmmod taskstate
 		done
 		check "unload taskstate_qsleeper" rmmod taskstate_qsleeper

@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <linux/capability.h>
 
-#include "common.h"
+#include "util.h"
 #include "kselftest_harness.h"
 
 /* Outputs are filled with this before each call. */
@@ -50,9 +50,6 @@
 
 /* Threads parked by park_threads(), besides the test's own. */
 #define NR_PARKED	3
-
-/* A child that cannot run its check here (no privilege to set it up). */
-#define CHILD_SKIP	77
 
 /*
  * The layout is the ABI: the same on 32- and 64-bit (no padding holes,
@@ -90,11 +87,6 @@ static long ts_ioc(int fd, unsigned long cmd, void *arg)
 static uint64_t ptr_u64(const void *p)
 {
 	return (uint64_t)(uintptr_t)p;
-}
-
-static size_t page_size(void)
-{
-	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
 /* The commands, in number order, with what a valid argument looks like. */
@@ -424,15 +416,7 @@ static bool wait_proc_state(pid_t tid, char st)
 	return false;
 }
 
-/* Children: fn's return value is the exit status. */
-#define CHILD_CHECK(cond) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "# %s:%d: child: %s is false (errno %d)\n", \
-			__FILE__, __LINE__, #cond, errno);		\
-		return 1;						\
-	}								\
-} while (0)
-
+/* Children (run_child(), CHILD_CHECK()): one more check. */
 #define CHILD_EQ(expected, seen) do {					\
 	long long __e = (long long)(expected);				\
 	long long __s = (long long)(seen);				\

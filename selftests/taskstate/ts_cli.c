@@ -37,7 +37,7 @@
 #include <sys/wait.h>
 #include <termios.h>
 #include "kselftest_harness.h"
-#include "common.h"
+#include "util.h"
 
 #define SLEEPER_COMM	"ts_cli_sleeper"
 #define STOPPED_COMM	"ts_cli_stopped"

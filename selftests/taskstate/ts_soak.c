@@ -40,7 +40,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
-#include "common.h"
+#include "util.h"
 
 #define DEV		"/dev/taskstate"
 #define DEBUGFS		"/sys/kernel/debug/taskstate"

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "common.h"
+#include "util.h"
 #include "kselftest_harness.h"
 #include "harness_filter.h"
 
@@ -430,5 +430,5 @@ TEST(woken_thread_shows_time_since_wakeup)
 
 int main(int argc, char **argv)
 {
-	return ts_harness_main(argc, argv);
+	return ts_harness_main(argc, argv, NULL);
 }

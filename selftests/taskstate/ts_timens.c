@@ -16,14 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "util.h"
 #include "kselftest_harness.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME	0x00000080
 #endif
 
-#define CHILD_SKIP	77
 #define SLEEP_MS	1000
 
 #define CHECK(cond) do {						\
@@ -42,28 +41,12 @@ static uint64_t raw_boottime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-struct sleeper {
-	int pipe[2];
-	pid_t tid;
-};
-
-static void *sleeper_fn(void *arg)
-{
-	struct sleeper *s = arg;
-	char c;
-
-	__atomic_store_n(&s->tid, ts_gettid(), __ATOMIC_RELEASE);
-	(void)!read(s->pipe[0], &c, 1);
-	return NULL;
-}
-
 /* In the new time namespace: INFO's offset, and a sleeper's age. */
 static int in_namespace(long long offset_s)
 {
 	struct taskstate_info info;
-	struct sleeper s = { .tid = 0 };
+	struct ts_sleeper s;
 	uint64_t t0, w, now, since, age, raw;
-	pthread_t t;
 	int fd;
 
 	fd = taskstate_open();
@@ -79,10 +62,7 @@ static int in_namespace(long long offset_s)
 	      (int64_t)(raw - now) - offset_s * 1000000000LL > -1000000000LL);
 
 	t0 = taskstate_now_ns();
-	CHECK(pipe(s.pipe) == 0);
-	CHECK(pthread_create(&t, NULL, sleeper_fn, &s) == 0);
-	while (!__atomic_load_n(&s.tid, __ATOMIC_ACQUIRE))
-		ts_sleep_ms(1);
+	CHECK(ts_sleeper_start(&s) == 0);
 	if (!info.track_all)
 		CHECK(taskstate_track(fd, s.tid, false, NULL) == 0);
 	CHECK(ts_wait_state(fd, s.tid, TASKSTATE_SLEEPING, 10000) != 0);
@@ -98,8 +78,7 @@ static int in_namespace(long long offset_s)
 	/* Asleep since after its creation, for at least the nap. */
 	CHECK(since >= t0 && since <= now);
 	CHECK(age >= (SLEEP_MS - 50) * 1000000ULL);
-	close(s.pipe[1]);
-	pthread_join(t, NULL);
+	ts_sleeper_stop(&s);
 	taskstate_close(fd);
 	return 0;
 }

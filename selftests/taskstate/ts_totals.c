@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "common.h"
+#include "util.h"
 #include "kselftest_harness.h"
 #include "harness_filter.h"
 
@@ -698,5 +698,5 @@ TEST_F(totals, metrics_prometheus_text)
 /* With arguments, only the tests they name (run_vm.sh: totals=0). */
 int main(int argc, char **argv)
 {
-	return ts_harness_main(argc, argv);
+	return ts_harness_main(argc, argv, NULL);
 }

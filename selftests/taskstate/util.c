@@ -1,31 +1,15 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0
 /*
- * Helpers shared by the taskstate selftests, on top of libtaskstate.
+ * Helpers shared by the taskstate selftests: see util.h.
  */
-#ifndef TASKSTATE_SELFTEST_COMMON_H
-#define TASKSTATE_SELFTEST_COMMON_H
+#include "util.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-#include "libtaskstate.h"
-
-static inline pid_t ts_gettid(void)
+pid_t ts_gettid(void)
 {
 	return syscall(SYS_gettid);
 }
 
-static inline void ts_sleep_ms(unsigned int ms)
+void ts_sleep_ms(unsigned int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
@@ -33,14 +17,63 @@ static inline void ts_sleep_ms(unsigned int ms)
 		;
 }
 
+uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+size_t page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+uint64_t nr_tracked(int fd)
+{
+	struct taskstate_info info;
+
+	return taskstate_info(fd, &info) ? ~0ULL : info.nr_tracked;
+}
+
+uint64_t nr_untracked(int fd)
+{
+	struct taskstate_info info;
+
+	return taskstate_info(fd, &info) ? ~0ULL : info.nr_untracked;
+}
+
+int ts_write_str(const char *path, const char *s)
+{
+	size_t len = strlen(s);
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, len) != (ssize_t)len)
+		ret = -EIO;
+	if (close(fd) && !ret)
+		ret = -EIO;
+	return ret;
+}
+
+int ts_write_uint(const char *path, unsigned int v)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "%u", v);
+	return ts_write_str(path, buf);
+}
+
 /*
  * The mapping, when a test program mapped it (ts_xcheck_map()): then every
  * word ts_word_of() reads with SAMPLE is also read through the mapping and
  * must be the same.
  */
-static struct taskstate_mapping ts_xmap;
+struct taskstate_mapping ts_xmap;
 
-static inline uint64_t ts_sample_word(int fd, pid_t tid)
+uint64_t ts_sample_word(int fd, pid_t tid)
 {
 	struct taskstate_entry e = { .tid = (uint32_t)tid };
 
@@ -53,7 +86,7 @@ static inline uint64_t ts_sample_word(int fd, pid_t tid)
  * tid, and a dead thread's tid may already name a new one (pid reuse) while
  * the dead one's entry is still its own.  0 if it cannot be located.
  */
-static inline uint64_t ts_xmap_word(int fd, pid_t tid)
+static uint64_t ts_xmap_word(int fd, pid_t tid)
 {
 	static struct taskstate_location l = { .index = TASKSTATE_LOCATE_NONE };
 	uint64_t m;
@@ -75,7 +108,7 @@ static inline uint64_t ts_xmap_word(int fd, pid_t tid)
  * without the check, once the thread is located.  Returns the word, or 0
  * after logging a disagreement.
  */
-static inline uint64_t ts_xcheck_word(int fd, pid_t tid)
+static uint64_t ts_xcheck_word(int fd, pid_t tid)
 {
 	uint64_t m1 = 0, m2 = 0, w = 0;
 	int i;
@@ -97,31 +130,29 @@ static inline uint64_t ts_xcheck_word(int fd, pid_t tid)
 }
 
 /* Map for ts_word_of()'s cross-check; returns 0 or -errno. */
-static inline int ts_xcheck_map(int fd)
+int ts_xcheck_map(int fd)
 {
 	return taskstate_mapping_open(fd, &ts_xmap);
 }
 
-/* The word of @tid, or 0 (NONE) if the module does not know it. */
-static inline uint64_t ts_word_of(int fd, pid_t tid)
+uint64_t ts_word_of(int fd, pid_t tid)
 {
 	if (ts_xmap.entries)
 		return ts_xcheck_word(fd, tid);
 	return ts_sample_word(fd, tid);
 }
 
-static inline unsigned int ts_state_of(int fd, pid_t tid)
+unsigned int ts_state_of(int fd, pid_t tid)
 {
 	return taskstate_state(ts_word_of(fd, tid));
 }
 
 /*
- * Poll until @tid is seen in @state; returns its word then, or 0 after
- * @timeout_ms.  Polls every millisecond: states that last are what the
- * tests provoke, so a poll cannot miss them.
+ * Polls every millisecond: states that last are what the tests provoke,
+ * so a poll cannot miss them.
  */
-static inline uint64_t ts_wait_state(int fd, pid_t tid, unsigned int state,
-				     unsigned int timeout_ms)
+uint64_t ts_wait_state(int fd, pid_t tid, unsigned int state,
+		       unsigned int timeout_ms)
 {
 	uint64_t end = taskstate_now_ns() + timeout_ms * 1000000ULL;
 
@@ -137,32 +168,11 @@ static inline uint64_t ts_wait_state(int fd, pid_t tid, unsigned int state,
 	}
 }
 
-/* Run fn(arg) in a child; its exit status, or 128 + the killing signal. */
-static inline int run_child(int (*fn)(void *), void *arg)
-{
-	int status;
-	pid_t pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		return 126;
-	if (!pid)
-		_exit(fn(arg));
-	if (waitpid(pid, &status, 0) != pid)
-		return 127;
-	return WIFEXITED(status) ? WEXITSTATUS(status) :
-				   128 + WTERMSIG(status);
-}
-
 /*
- * @tid's (a thread of this process) voluntary context switches, from
- * /proc: the count grows each time the thread blocks, so an unchanged
- * count across a window means it did not go to sleep inside it.  -1 if
- * it cannot be read.
+ * From /proc: the count grows each time the thread blocks, so an
+ * unchanged count across a window means it did not go to sleep inside it.
  */
-static inline long long ts_nvcsw(pid_t tid)
+long long ts_nvcsw(pid_t tid)
 {
 	char path[64], buf[2048], *p;
 	long long n = -1;
@@ -184,8 +194,7 @@ static inline long long ts_nvcsw(pid_t tid)
 	return n;
 }
 
-/* Pin the calling thread to one CPU. */
-static inline int ts_pin(int cpu)
+int ts_pin(int cpu)
 {
 	cpu_set_t set;
 
@@ -194,4 +203,53 @@ static inline int ts_pin(int cpu)
 	return sched_setaffinity(0, sizeof(set), &set);
 }
 
-#endif /* TASKSTATE_SELFTEST_COMMON_H */
+static void *ts_sleeper_fn(void *arg)
+{
+	struct ts_sleeper *s = arg;
+	char c;
+
+	__atomic_store_n(&s->tid, ts_gettid(), __ATOMIC_RELEASE);
+	while (read(s->pipe[0], &c, 1) == 1)
+		;
+	return NULL;
+}
+
+int ts_sleeper_start(struct ts_sleeper *s)
+{
+	__atomic_store_n(&s->tid, 0, __ATOMIC_RELAXED);
+	if (pipe(s->pipe))
+		return -1;
+	if (pthread_create(&s->thread, NULL, ts_sleeper_fn, s)) {
+		close(s->pipe[0]);
+		close(s->pipe[1]);
+		return -1;
+	}
+	while (!__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE))
+		ts_sleep_ms(1);
+	return 0;
+}
+
+void ts_sleeper_stop(struct ts_sleeper *s)
+{
+	close(s->pipe[1]);
+	pthread_join(s->thread, NULL);
+	close(s->pipe[0]);
+}
+
+int run_child(int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return 126;
+	if (!pid)
+		_exit(fn(arg));
+	if (waitpid(pid, &status, 0) != pid)
+		return 127;
+	return WIFEXITED(status) ? WEXITSTATUS(status) :
+				   128 + WTERMSIG(status);
+}
