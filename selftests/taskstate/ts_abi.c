@@ -89,30 +89,7 @@ static uint64_t ptr_u64(const void *p)
 	return (uint64_t)(uintptr_t)p;
 }
 
-/* The commands, in number order, with what a valid argument looks like. */
-struct ts_cmd {
-	const char *name;
-	unsigned long cmd;
-	uint32_t ksize;		/* sizeof the struct we were built with */
-	uint32_t ver0;
-};
-
-static const struct ts_cmd ts_cmds[] = {
-	{ "INFO", TASKSTATE_IOC_INFO, sizeof(struct taskstate_info),
-	  TASKSTATE_INFO_SIZE_VER0 },
-	{ "TRACK", TASKSTATE_IOC_TRACK, sizeof(struct taskstate_track),
-	  TASKSTATE_TRACK_SIZE_VER0 },
-	{ "UNTRACK", TASKSTATE_IOC_UNTRACK, sizeof(struct taskstate_track),
-	  TASKSTATE_TRACK_SIZE_VER0 },
-	{ "SAMPLE", TASKSTATE_IOC_SAMPLE, sizeof(struct taskstate_sample),
-	  TASKSTATE_SAMPLE_SIZE_VER0 },
-	{ "LIST", TASKSTATE_IOC_LIST, sizeof(struct taskstate_list),
-	  TASKSTATE_LIST_SIZE_VER0 },
-	{ "LOCATE", TASKSTATE_IOC_LOCATE, sizeof(struct taskstate_locate),
-	  TASKSTATE_LOCATE_SIZE_VER0 },
-	{ "PROCESS", TASKSTATE_IOC_PROCESS, sizeof(struct taskstate_process),
-	  TASKSTATE_PROCESS_SIZE_VER0 },
-};
+/* The commands: ts_cmds[] (util.c). */
 
 /*
  * Write a valid argument for @c into @buf (its other bytes untouched):

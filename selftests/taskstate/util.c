@@ -236,6 +236,34 @@ void ts_sleeper_stop(struct ts_sleeper *s)
 	close(s->pipe[0]);
 }
 
+const struct ts_cmd ts_cmds[TS_NR_CMDS] = {
+	[TS_CMD_INFO] = { "INFO", TASKSTATE_IOC_INFO,
+			  sizeof(struct taskstate_info), TASKSTATE_INFO_SIZE_VER0 },
+	[TS_CMD_TRACK] = { "TRACK", TASKSTATE_IOC_TRACK,
+			   sizeof(struct taskstate_track), TASKSTATE_TRACK_SIZE_VER0 },
+	[TS_CMD_UNTRACK] = { "UNTRACK", TASKSTATE_IOC_UNTRACK,
+			     sizeof(struct taskstate_track), TASKSTATE_TRACK_SIZE_VER0 },
+	[TS_CMD_SAMPLE] = { "SAMPLE", TASKSTATE_IOC_SAMPLE,
+			    sizeof(struct taskstate_sample), TASKSTATE_SAMPLE_SIZE_VER0 },
+	[TS_CMD_LIST] = { "LIST", TASKSTATE_IOC_LIST,
+			  sizeof(struct taskstate_list), TASKSTATE_LIST_SIZE_VER0 },
+	[TS_CMD_LOCATE] = { "LOCATE", TASKSTATE_IOC_LOCATE,
+			    sizeof(struct taskstate_locate), TASKSTATE_LOCATE_SIZE_VER0 },
+	[TS_CMD_PROCESS] = { "PROCESS", TASKSTATE_IOC_PROCESS,
+			     sizeof(struct taskstate_process),
+			     TASKSTATE_PROCESS_SIZE_VER0 },
+};
+
+const struct ts_cmd *ts_cmd_of(unsigned long req)
+{
+	int i;
+
+	for (i = 0; i < TS_NR_CMDS; i++)
+		if (ts_cmds[i].cmd == req)
+			return &ts_cmds[i];
+	return NULL;
+}
+
 int run_child(int (*fn)(void *), void *arg)
 {
 	int status;

@@ -72,6 +72,29 @@ struct ts_sleeper {
 int ts_sleeper_start(struct ts_sleeper *s);
 void ts_sleeper_stop(struct ts_sleeper *s);
 
+/*
+ * The ioctl commands, in number order (ts_cmds[TS_CMD_INFO] is
+ * TASKSTATE_IOC_INFO...), with the sizes a valid argument may have: the
+ * struct this program was built with, and version 0's.  What ts_abi
+ * checks command by command and what ts_soak fuzzes: a new command is a
+ * row here.
+ */
+enum {
+	TS_CMD_INFO, TS_CMD_TRACK, TS_CMD_UNTRACK, TS_CMD_SAMPLE, TS_CMD_LIST,
+	TS_CMD_LOCATE, TS_CMD_PROCESS, TS_NR_CMDS
+};
+
+struct ts_cmd {
+	const char *name;
+	unsigned long cmd;
+	uint32_t ksize;		/* sizeof the struct we were built with */
+	uint32_t ver0;
+};
+
+extern const struct ts_cmd ts_cmds[TS_NR_CMDS];
+/* The row of command @req, or NULL if @req is none of ours. */
+const struct ts_cmd *ts_cmd_of(unsigned long req);
+
 /* Run fn(arg) in a child; its exit status, or 128 + the killing signal. */
 int run_child(int (*fn)(void *), void *arg);
 
