@@ -190,7 +190,7 @@ boot() {	# kver out name accel sections
 		cat > "$script" <<-EOF
 		TS_KO=$out/taskstate.ko TS_TORTURE_KO=$out/taskstate_torture.ko \
 		TS_BIN=$build/bin64 TS_BIN32=$build/bin32 TS_OUT=\$TS_OUT \
-		TS_DEB_DIR=$build/deb/vm \
+		TS_DEB_DIR=$build/deb/vm TS_KSFT=$build/ksft-install \
 		TS_SECTIONS="$sections" sh $top/selftests/taskstate/run_vm.sh
 		EOF
 		;;
@@ -265,8 +265,14 @@ run_kernel() {	# flavour
 	# lockdown, which must stay last.
 	deb=
 	[ -f "$build/deb/vm/$kver/taskstate.ko" ] && deb=deb
+	# The suite as kselftest installs it (ksft-test, host programs: the
+	# amd64-family boots).
+	ksft=
+	case $kver in *-686*|*-arm64) ;; *)
+		[ -x "$build/ksft-install/run_kselftest.sh" ] && ksft=kselftest ;;
+	esac
 	boot "$kver" "$out" main tcg,thread=single \
-		"track_all track_none params review stuck busy $deb lockdown"
+		"track_all track_none params review stuck $ksft busy $deb lockdown"
 	boot "$kver" "$out" cycles tcg,thread=single "cycles soak"
 	echo "# $kver: three boots $(( $(date +%s) - start )) s"
 }
@@ -317,8 +323,8 @@ run_chroot_host_test() {	# dkms-test | install-test, flavour
 }
 
 mkdir -p "$build"
-# Only what deb-test builds in this run goes into the boots.
-rm -rf "$build/deb/vm"
+# Only what deb-test and ksft-test build in this run goes into the boots.
+rm -rf "$build/deb/vm" "$build/ksft-install"
 
 # The unit test of the library and the command's formatting (no module).
 echo "# === test_lib ==="

@@ -11,8 +11,10 @@
 # links must name the repository (TASKSTATE_TOP), or the build stops.
 # No module is loaded on the host: the installed runner must run a test,
 # which skips for want of /dev/taskstate.  Prints TAP; exits
-# non-zero on any failure.  Everything goes into a temporary directory
-# but the placed suite, which is removed again.
+# non-zero on any failure.  The install is kept in build/ksft-install,
+# where make check's amd64 boots run its run_kselftest.sh (run_vm.sh's
+# kselftest section); the rest goes into a temporary directory, and the
+# placed suite is removed again.
 #
 #   scripts/ksft-test.sh
 set -uo pipefail
@@ -63,7 +65,8 @@ for t in $want; do
 done
 ok $(( ${#missing} != 0 )) "every TEST_GEN_PROGS built${missing:+ (missing:$missing)}"
 
-inst=$tmp/install
+inst=$top/build/ksft-install
+rm -rf "$inst"
 make -C "$ksft" O="$tmp/obj" TARGETS=taskstate FORCE_TARGETS=1 \
 	KSFT_INSTALL_PATH="$inst" install > "$tmp/install.log" 2>&1
 rc=$?

@@ -16,9 +16,11 @@
 #   TS_OUT         a writable directory
 #   TS_DEB_DIR     optional: what scripts/deb-test.sh kept of the packages
 #                  (KVER/taskstate.ko, KVER/build-id.note, root/usr/...)
+#   TS_KSFT        optional: the suite as kselftest installs it, with its
+#                  run_kselftest.sh (scripts/ksft-test.sh)
 #   TS_SECTIONS    optional: which sections to run (default: all, in order):
 #                  track_all track_none params review stuck torture busy
-#                  cycles soak deb lockdown
+#                  cycles soak deb lockdown; and kselftest
 #   TS_SOAK_S      optional: how long the soak runs (default 60 s in the
 #                  debug kernels, 15 s elsewhere)
 
@@ -184,6 +186,18 @@ section_stuck() {
 	if check "load (stuck, track_all=0)" insmod "$TS_KO" track_all=0; then
 		run "$TS_BIN/ts_stuck"
 		check "unload (stuck, track_all=0)" rmmod taskstate
+	fi
+}
+
+# --- the suite as kselftest installs it: its runner runs a test ----------
+section_kselftest() {
+	if [ -z "${TS_KSFT:-}" ] || [ ! -x "$TS_KSFT/run_kselftest.sh" ]; then
+		skip "run_kselftest.sh" "no kselftest install (scripts/ksft-test.sh)"
+		return
+	fi
+	if check "load (kselftest)" insmod "$TS_KO"; then
+		run "$TS_KSFT/run_kselftest.sh" -t taskstate:ts_timens
+		check "unload (kselftest)" rmmod taskstate
 	fi
 }
 
