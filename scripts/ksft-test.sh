@@ -80,11 +80,11 @@ else
 	ok 1 "run_kselftest.sh -l lists the Makefile's TEST_GEN_PROGS"
 fi
 extra=""
-for f in settings run_vm.sh ts_metrics.sh ts_stuck ts_soak ts_pingpong \
-	 ts_maphold ts_torture_map stuck_pool; do
+for f in settings taskstate run_vm.sh ts_metrics.sh ts_stuck ts_soak \
+	 ts_pingpong ts_maphold ts_torture_map stuck_pool; do
 	[ -e "$inst/taskstate/$f" ] || extra+=" $f"
 done
-ok $(( ${#extra} != 0 )) "installed beside them: settings, run_vm.sh and the helpers${extra:+ (missing:$extra)}"
+ok $(( ${#extra} != 0 )) "installed beside them: settings, the command, run_vm.sh and the helpers${extra:+ (missing:$extra)}"
 
 # The runner runs a test: here, with no module, ts_abi skips every test
 # (no /dev/taskstate), and its report comes through the runner.

@@ -317,7 +317,7 @@ static int scrape(pid_t pid, __u64 v[NT])
 	FILE *f;
 
 	snprintf(cmd, sizeof(cmd), "%.256s/taskstate metrics -p %d",
-		 getenv("TS_BIN"), (int)pid);
+		 ts_bin_dir(), (int)pid);
 	f = popen(cmd, "r");
 	if (!f)
 		return -1;
@@ -346,7 +346,7 @@ TEST_F_TIMEOUT(proc, metrics_counters_never_decrease, 180)
 	unsigned long scrapes = 0;
 	int k;
 
-	if (!getenv("TS_BIN"))
+	if (!ts_bin_dir())
 		SKIP(return, "TS_BIN (the taskstate CLI's directory) not set");
 	ASSERT_EQ(0, pthread_create(&c.thread, NULL, churner, &c));
 	end = taskstate_now_ns() + 2000 * MS;
@@ -385,7 +385,7 @@ static int scrape_families(pid_t pid, int *counters, int *threads,
 	*counters = *threads = 0;
 	*start_ns = 0;
 	snprintf(cmd, sizeof(cmd), "%.256s/taskstate metrics -p %d",
-		 getenv("TS_BIN"), (int)pid);
+		 ts_bin_dir(), (int)pid);
 	f = popen(cmd, "r");
 	if (!f)
 		return -1;
@@ -427,7 +427,7 @@ TEST_F(proc, metrics_counters_only_with_a_record)
 	struct ts_sleeper s;
 	uint64_t start, nr;
 
-	if (!getenv("TS_BIN"))
+	if (!ts_bin_dir())
 		SKIP(return, "TS_BIN (the taskstate CLI's directory) not set");
 	ASSERT_EQ(0, ts_sleeper_start(&s));
 	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));

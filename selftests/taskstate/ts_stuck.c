@@ -292,18 +292,9 @@ static char proc_state(pid_t tid)
 /* schedstat's run_delay (ns waiting on a run queue), or -1. */
 static long long run_delay(pid_t tid)
 {
-	unsigned long long run, delay;
-	char path[64];
-	FILE *f;
-	int n;
+	uint64_t run, delay;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fscanf(f, "%llu %llu", &run, &delay);
-	fclose(f);
-	return n == 2 ? (long long)delay : -1;
+	return ts_schedstat(tid, &run, &delay) ? -1 : (long long)delay;
 }
 
 /* Read and write a sysctl; returns 0 or -1. */

@@ -30,6 +30,30 @@ size_t page_size(void)
 	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
+const char *ts_bin_dir(void)
+{
+	static char dir[4096];
+	const char *env = getenv("TS_BIN");
+	char path[4096 + 16];
+	ssize_t n;
+
+	if (env && *env)
+		return env;
+	if (dir[0])
+		return dir;
+	n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+	if (n <= 0 || !memchr(dir, '/', n))
+		return NULL;
+	dir[n] = '\0';
+	*strrchr(dir, '/') = '\0';
+	snprintf(path, sizeof(path), "%s/taskstate", dir);
+	if (access(path, X_OK)) {
+		dir[0] = '\0';
+		return NULL;
+	}
+	return dir;
+}
+
 uint64_t nr_tracked(int fd)
 {
 	struct taskstate_info info;
@@ -192,6 +216,26 @@ long long ts_nvcsw(pid_t tid)
 	if (p)
 		n = strtoll(p + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);
 	return n;
+}
+
+int ts_schedstat(pid_t tid, uint64_t *run, uint64_t *wait)
+{
+	unsigned long long r, w;
+	char path[64];
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%llu %llu", &r, &w);
+	fclose(f);
+	if (n != 2)
+		return -EINVAL;
+	*run = r;
+	*wait = w;
+	return 0;
 }
 
 int ts_pin(int cpu)

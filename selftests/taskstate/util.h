@@ -28,6 +28,13 @@ void ts_sleep_ms(unsigned int ms);
 uint64_t mono_ns(void);
 size_t page_size(void);
 
+/*
+ * The directory of the taskstate command: $TS_BIN, or else this
+ * program's own if the command is beside it (as kselftest installs them);
+ * NULL if neither.
+ */
+const char *ts_bin_dir(void);
+
 /* INFO's nr_tracked and nr_untracked, or ~0 if INFO fails. */
 uint64_t nr_tracked(int fd);
 uint64_t nr_untracked(int fd);
@@ -55,6 +62,11 @@ uint64_t ts_wait_state(int fd, pid_t tid, unsigned int state,
 
 /* @tid's (a thread of this process) voluntary context switches, or -1. */
 long long ts_nvcsw(pid_t tid);
+/*
+ * @tid's (a thread of this process) run time and run-queue wait in ns,
+ * from /proc/self/task/<tid>/schedstat: 0 or -errno.
+ */
+int ts_schedstat(pid_t tid, uint64_t *run, uint64_t *wait);
 /* Pin the calling thread to one CPU. */
 int ts_pin(int cpu);
 
