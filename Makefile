@@ -23,10 +23,10 @@
 
 KERNELRELEASE ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KERNELRELEASE)/build
-ALL_KERNELS := amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan
 KERNELS ?= amd64
 ifeq ($(KERNELS),all)
-override KERNELS := $(ALL_KERNELS)
+# Every flavour (scripts/lib.sh).
+override KERNELS := $(shell . ./scripts/lib.sh && echo "$$TS_FLAVOURS")
 endif
 PREFIX ?= /usr/local
 DESTDIR ?=

@@ -23,7 +23,8 @@
 # Extra make arguments (W=1, EXTRA_CFLAGS=...) come from $TS_KBUILD_ARGS.
 set -euo pipefail
 
-CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 kver=$1
 mkdir -p "$2"
 out=$(cd "$2" && pwd)

@@ -24,10 +24,11 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
-CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
+# shellcheck source=lib.sh
+. "$top/scripts/lib.sh"
 # Unset: every kernel; set but empty: none (host tests only).
-KERNELS=${KERNELS-amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan}
-HOST_TESTS=${HOST_TESTS-dkms-test install-test deb-test man-test doc-test}
+KERNELS=${KERNELS-$TS_FLAVOURS}
+HOST_TESTS=${HOST_TESTS-$TS_HOST_TESTS}
 VM_TIMEOUT=${VM_TIMEOUT:-1500}
 # The debug kernels run the same suite several times slower (KASAN,
 # lockdep, KCSAN under emulation).
@@ -93,15 +94,20 @@ kcsan_split() {	# log ours kernel
 	END { if (inb) printf "%s", blk >> ours }' "$1"
 }
 
-passed=0 failed=0 skipped=0
+# This script's own results, in lib.sh's TAP (ok counts failed); with
+# the counts of every TAP file it reads (count()).
+passed=0 skipped=0
 # Every failure is listed again just above the summary, so the tail of
 # a long log (all CI keeps) names what failed.
 failures=$(mktemp)
 trap 'rm -f "$failures"' EXIT
+pass() {
+	ok 0 "$*"
+	passed=$((passed + 1))
+}
 fail() {
-	echo "not ok - $*"
+	ok 1 "$*"
 	echo "not ok - $*" >> "$failures"
-	failed=$((failed + 1))
 }
 
 count() {	# TAP file
@@ -149,8 +155,7 @@ check_i686_read() {
 			i686-linux-gnu-objdump -d "$o"
 			fail "i686 mapped read ($opt): one plain 8-byte load"
 		else
-			echo "ok - i686 mapped read ($opt): one plain 8-byte load"
-			passed=$((passed + 1))
+			pass "i686 mapped read ($opt): one plain 8-byte load"
 		fi
 	done
 }
@@ -185,7 +190,7 @@ boot() {	# kver out name accel sections
 		cat > "$script" <<-EOF
 		TS_KO=$out/taskstate.ko TS_TORTURE_KO=$out/taskstate_torture.ko \
 		TS_BIN=$build/bin64 TS_BIN32=$build/bin32 TS_OUT=\$TS_OUT \
-		TS_DEB_DIR=$build/deb/vm \
+		TS_DEB_DIR=$build/deb/vm TS_KSFT=$build/ksft-install \
 		TS_SECTIONS="$sections" sh $top/selftests/taskstate/run_vm.sh
 		EOF
 		;;
@@ -221,8 +226,7 @@ boot() {	# kver out name accel sections
 	   { [ -s "$res/kcsan-module.txt" ] && cat "$res/kcsan-module.txt"; }; then
 		fail "$kver ($name): kernel log clean"
 	else
-		echo "ok - $kver ($name): kernel log clean"
-		passed=$((passed + 1))
+		pass "$kver ($name): kernel log clean"
 	fi
 }
 
@@ -244,8 +248,7 @@ run_kernel() {	# flavour
 		echo "$warn" | sed 's/^/# /'
 		fail "$kver: W=1 build without warnings"
 	else
-		echo "ok - $kver: W=1 build without warnings"
-		passed=$((passed + 1))
+		pass "$kver: W=1 build without warnings"
 	fi
 	start=$(date +%s)
 	# Torn 64-bit words need two vCPUs really in parallel: the torture
@@ -262,8 +265,14 @@ run_kernel() {	# flavour
 	# lockdown, which must stay last.
 	deb=
 	[ -f "$build/deb/vm/$kver/taskstate.ko" ] && deb=deb
+	# The suite as kselftest installs it (ksft-test, host programs: the
+	# amd64-family boots).
+	ksft=
+	case $kver in *-686*|*-arm64) ;; *)
+		[ -x "$build/ksft-install/run_kselftest.sh" ] && ksft=kselftest ;;
+	esac
 	boot "$kver" "$out" main tcg,thread=single \
-		"track_all track_none params review stuck busy $deb lockdown"
+		"track_all track_none params review stuck $ksft busy $deb lockdown"
 	boot "$kver" "$out" cycles tcg,thread=single "cycles soak"
 	echo "# $kver: three boots $(( $(date +%s) - start )) s"
 }
@@ -314,8 +323,8 @@ run_chroot_host_test() {	# dkms-test | install-test, flavour
 }
 
 mkdir -p "$build"
-# Only what deb-test builds in this run goes into the boots.
-rm -rf "$build/deb/vm"
+# Only what deb-test and ksft-test build in this run goes into the boots.
+rm -rf "$build/deb/vm" "$build/ksft-install"
 
 # The unit test of the library and the command's formatting (no module).
 echo "# === test_lib ==="
@@ -369,8 +378,7 @@ case " $KERNELS " in
 	if [ "${BENCH:-1}" != 0 ]; then
 		echo "# === bench --quick ==="
 		if "$top/scripts/bench.sh" --quick > "$build/bench-quick.log" 2>&1; then
-			echo "ok - bench --quick: every scenario ran ($build/bench-quick-run/REPORT.md)"
-			passed=$((passed + 1))
+			pass "bench --quick: every scenario ran ($build/bench-quick-run/REPORT.md)"
 		else
 			tail -n 20 "$build/bench-quick.log"
 			fail "bench --quick (log: $build/bench-quick.log)"
@@ -379,10 +387,11 @@ case " $KERNELS " in
 	# The counted cost of tracking: one boot, a TAP line (COUNT=0: none).
 	if [ "${COUNT:-1}" != 0 ]; then
 		"$top/scripts/count.sh" --guard > "$build/count-guard.log" 2>&1
-		line=$(grep -E '^(not )?ok - counted' "$build/count-guard.log" | tail -n 1)
+		line=$(grep -E '^(not )?ok ([0-9]+ |- )counted' "$build/count-guard.log" | tail -n 1)
+		desc=$(echo "$line" | sed -E 's/^(not )?ok ([0-9]+ |- )//')
 		case $line in
-		ok*) echo "$line"; passed=$((passed + 1)) ;;
-		"not ok - "*) fail "${line#not ok - }" ;;
+		ok*) pass "$desc" ;;
+		"not ok "*) fail "$desc" ;;
 		*) tail -n 20 "$build/count-guard.log"
 		   fail "counted pipe guard: no result (log: $build/count-guard.log)" ;;
 		esac

@@ -27,8 +27,8 @@ vm=$out/vm
 name=taskstate
 pkgs=(taskstate-dkms taskstate-tools libtaskstate0 libtaskstate-dev)
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
-# shellcheck source=tap.sh
-. "$top/scripts/tap.sh"
+# shellcheck source=lib.sh
+. "$top/scripts/lib.sh"
 
 [ "$(id -u)" = 0 ] || bail "must run as root (apt-get, dkms)"
 for t in apt-get dkms dpkg-buildpackage dh_dkms lintian pkg-config systemd-analyze; do
@@ -309,6 +309,4 @@ if ! cmp -s "$tmp/before" "$tmp/after"; then
 fi
 ok $rc "no file of the packages left, nothing new under /usr/src /var/lib/dkms /lib/modules /etc /usr/include /usr/lib/$ma /usr/bin /usr/share"
 
-echo "1..$n"
-echo "# deb-test: $((n - failed)) passed, $failed failed, $(( $(date +%s) - start )) s"
-[ "$failed" = 0 ]
+tap_done deb-test "$start"

@@ -19,7 +19,8 @@ set -euo pipefail
 
 flavour=$1
 top=$(cd "$(dirname "$0")/.." && pwd)
-CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 src=$CACHE/linux-source-6.1
 frag=$top/scripts/kconfig
 out=$CACHE/debug-kernels/$flavour

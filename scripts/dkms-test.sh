@@ -19,8 +19,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 name=taskstate
 ver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$top/dkms.conf")
 arch=$(uname -m)
-# shellcheck source=tap.sh
-. "$top/scripts/tap.sh"
+# shellcheck source=lib.sh
+. "$top/scripts/lib.sh"
 
 [ "$(id -u)" = 0 ] || bail "must run as root (dkms)"
 command -v dkms >/dev/null || bail "dkms is not installed (run make deps)"
@@ -167,6 +167,4 @@ for k in "${kvers[@]}"; do
 	ok $rc "$k: W=1 build without warnings"
 done
 
-echo "1..$n"
-echo "# dkms-test: $((n - failed)) passed, $failed failed, $(( $(date +%s) - start )) s"
-[ $failed = 0 ]
+tap_done dkms-test "$start"

@@ -19,8 +19,8 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=tap.sh
-. "$top/scripts/tap.sh"
+# shellcheck source=lib.sh
+. "$top/scripts/lib.sh"
 export LC_ALL=C
 
 tmp=$(mktemp -d)
@@ -334,6 +334,4 @@ ok $rc "docs/design.md's feature flags are module/features.kbuild's: $(cut -d' '
 	grep -q 'only in features.kbuild: TS_HAVE_NEW_THING' "$tmp/out"
 ok $? "negative control: a flag features.kbuild defines and the docs lack fails"
 
-echo "1..$n"
-echo "# doc-test: $((n - failed)) passed, $failed failed"
-[ "$failed" = 0 ]
+tap_done doc-test

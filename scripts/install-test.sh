@@ -18,8 +18,8 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=tap.sh
-. "$top/scripts/tap.sh"
+# shellcheck source=lib.sh
+. "$top/scripts/lib.sh"
 
 if [ $# -gt 0 ]; then
 	kvers=("$@")
@@ -126,6 +126,4 @@ for k in "${kvers[@]}"; do
 	ok $rc "$k: user-space files gone"
 done
 
-echo "1..$n"
-echo "# install-test: $((n - failed)) passed, $failed failed, $(( $(date +%s) - start )) s"
-[ $failed = 0 ]
+tap_done install-test "$start"

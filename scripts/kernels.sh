@@ -18,7 +18,8 @@
 # A release given as is (6.1.0-57-amd64) is printed back.
 set -euo pipefail
 
-CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 
 case $1 in
 amd64|rt-amd64) pkg=linux-image-$1 ;;
@@ -31,7 +32,7 @@ amd64-5.10|amd64-6.12|amd64-7.2|arm64)
 	;;
 debug|kcsan) exec "$(dirname "$0")/debug-kernel.sh" "$1" ;;
 [0-9]*.*-*) echo "$1"; exit 0 ;;
-*) echo "kernels: unknown flavour $1 (amd64, rt-amd64, 686, amd64-5.10, amd64-6.12, amd64-7.2, arm64, debug, kcsan)" >&2; exit 2 ;;
+*) echo "kernels: unknown flavour $1 (one of: $TS_FLAVOURS)" >&2; exit 2 ;;
 esac
 # (make demo installs the headers alone: they name the same release.)
 { dpkg-query -W -f='${Depends}' "$pkg" 2>/dev/null

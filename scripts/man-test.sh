@@ -14,8 +14,8 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=tap.sh
-. "$top/scripts/tap.sh"
+# shellcheck source=lib.sh
+. "$top/scripts/lib.sh"
 
 command -v man >/dev/null || bail "man is missing (run make deps)"
 tmp=$(mktemp -d)
@@ -130,6 +130,4 @@ done
 [ "$(comp "$cli" metrics --group-by c | tr '\n' ' ')" = "cgroup comm " ] || rc=1
 ok $rc "bash completion: the commands, each command's options of --help, option values"
 
-echo "1..$n"
-echo "# man-test: $((n - failed)) passed, $failed failed"
-[ "$failed" = 0 ]
+tap_done man-test

@@ -16,15 +16,15 @@
 #          and the benchmarks unless BENCH=0: `make deps` prepares all.
 set -euo pipefail
 
-CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 STAMP=$CACHE/setup.done
 MODE=${1:-check}
-ALL_KERNELS="amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan"
 if [ "$MODE" = demo ]; then
 	WANT=" amd64 " TESTS=" " BENCHES=0
 else
-	WANT=" ${KERNELS-$ALL_KERNELS} "
-	TESTS=" ${HOST_TESTS-dkms-test install-test deb-test man-test} "
+	WANT=" ${KERNELS-$TS_FLAVOURS} "
+	TESTS=" ${HOST_TESTS-$TS_HOST_TESTS} "
 	BENCHES=${BENCH:-1}
 fi
 want() { case $WANT in *" $1 "*) return 0 ;; esac; return 1; }
@@ -77,6 +77,8 @@ if [ "$MODE" != demo ]; then
 	if want debug || want kcsan; then AMD64_PKGS+=(flex bison libelf-dev libssl-dev); fi
 	if want_test deb-test; then AMD64_PKGS+=(debhelper dh-dkms lintian dkms); fi
 	if want_test dkms-test || want_test install-test; then AMD64_PKGS+=(dkms); fi
+	# kselftest's install target copies with rsync.
+	if want_test ksft-test; then AMD64_PKGS+=(rsync); fi
 	if [ "$BENCHES" != 0 ] && want amd64; then
 		# make bench's counted part builds a libbpf equivalent.
 		AMD64_PKGS+=(linux-perf stress-ng rt-tests gnuplot-nox clang libbpf-dev)

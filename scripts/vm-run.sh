@@ -36,7 +36,8 @@
 # OUTDIR/dmesg.txt.  Exit 124 means the hard timeout fired.
 set -euo pipefail
 
-CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 timeout=600 append="" mem="" quiet=0 accel=tcg
 while [ $# -gt 0 ]; do
 	case $1 in

@@ -16,9 +16,11 @@
 #   TS_OUT         a writable directory
 #   TS_DEB_DIR     optional: what scripts/deb-test.sh kept of the packages
 #                  (KVER/taskstate.ko, KVER/build-id.note, root/usr/...)
+#   TS_KSFT        optional: the suite as kselftest installs it, with its
+#                  run_kselftest.sh (scripts/ksft-test.sh)
 #   TS_SECTIONS    optional: which sections to run (default: all, in order):
 #                  track_all track_none params review stuck torture busy
-#                  cycles soak deb lockdown
+#                  cycles soak deb lockdown; and kselftest
 #   TS_SOAK_S      optional: how long the soak runs (default 60 s in the
 #                  debug kernels, 15 s elsewhere)
 
@@ -72,9 +74,9 @@ section_track_all() {
 		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_bpftrace"
 	run "$TS_BIN/ts_timens"
-	run "$TS_BIN/ts_review" info_counts_are_system_wide_in_child_pidns \
-		churn_occupancy failed_exec_from_thread_keeps_its_tid
 	run "$TS_BIN/ts_attach"
+	run "$TS_BIN/ts_attach" churn_occupancy
+	run "$TS_BIN/ts_mmap" failed_exec_from_thread_keeps_its_tid
 	check "unload" rmmod taskstate
 }
 
@@ -93,10 +95,9 @@ section_track_none() {
 	check "examples/stuck_pool finds its stuck worker (track_all=0)" \
 		"$TS_BIN/stuck_pool" 4 200 5
 	run "$TS_BIN/ts_timens"
-	run "$TS_BIN/ts_review" untrack_process_racing_clone \
-		info_counts_are_system_wide_in_child_pidns \
-		failed_exec_from_thread_keeps_its_tid
 	run "$TS_BIN/ts_attach"
+	run "$TS_BIN/ts_attach" untrack_process_racing_clone
+	run "$TS_BIN/ts_mmap" failed_exec_from_thread_keeps_its_tid
 	detach_queue
 	check "unload (track_all=0)" rmmod taskstate
 }
@@ -145,20 +146,20 @@ section_review() {
 	# the thread is untracked and tracked again.
 	if check "load fault-injection build (track_all=0)" \
 	   insmod "$TS_FI_KO" track_all=0 newtask_delay_us=200; then
-		run "$TS_BIN/ts_review" untrack_process_racing_clone \
-			snapshot_leaves_a_younger_slot \
-			mmap_is_enodev_without_whole_word_loads
+		run "$TS_BIN/ts_attach" untrack_process_racing_clone \
+			snapshot_leaves_a_younger_slot
+		run "$TS_BIN/ts_mmap" mmap_is_enodev_without_whole_word_loads
 		check "unload fault-injection build" rmmod taskstate
 	fi
 	# nr_untracked, with a table small enough to fill.
 	if check "load (track_all=0 max_threads=64)" \
 	   insmod "$TS_KO" track_all=0 max_threads=64; then
-		run "$TS_BIN/ts_review" nr_untracked_counts_threads
+		run "$TS_BIN/ts_attach" nr_untracked_counts_threads
 		check "unload (max_threads=64)" rmmod taskstate
 	fi
 	# Walks over a full table: SAMPLE and debugfs reschedule per chunk.
 	if check "load (max_threads=2048)" insmod "$TS_KO" max_threads=2048; then
-		run "$TS_BIN/ts_review" long_walks_with_full_table
+		run "$TS_BIN/ts_attach" long_walks_with_full_table
 		check "unload (max_threads=2048)" rmmod taskstate
 	fi
 	# The snapshot of a thread preempted between set_current_state()
@@ -168,7 +169,7 @@ section_review() {
 		for all in 1 0; do
 			insmod "$TS_KO" track_all=$all
 			TS_QSLEEPER_TID=$qtid TS_QSLEEPER_CPU=0 \
-				run "$TS_BIN/ts_review" snapshot_of_queued_sleeper
+				run "$TS_BIN/ts_attach" snapshot_of_queued_sleeper
 			rmmod taskstate
 		done
 		check "unload taskstate_qsleeper" rmmod taskstate_qsleeper
@@ -185,6 +186,18 @@ section_stuck() {
 	if check "load (stuck, track_all=0)" insmod "$TS_KO" track_all=0; then
 		run "$TS_BIN/ts_stuck"
 		check "unload (stuck, track_all=0)" rmmod taskstate
+	fi
+}
+
+# --- the suite as kselftest installs it: its runner runs a test ----------
+section_kselftest() {
+	if [ -z "${TS_KSFT:-}" ] || [ ! -x "$TS_KSFT/run_kselftest.sh" ]; then
+		skip "run_kselftest.sh" "no kselftest install (scripts/ksft-test.sh)"
+		return
+	fi
+	if check "load (kselftest)" insmod "$TS_KO"; then
+		run "$TS_KSFT/run_kselftest.sh" -t taskstate:ts_timens
+		check "unload (kselftest)" rmmod taskstate
 	fi
 }
 

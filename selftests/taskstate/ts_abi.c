@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <linux/capability.h>
 
-#include "common.h"
+#include "util.h"
 #include "kselftest_harness.h"
 
 /* Outputs are filled with this before each call. */
@@ -50,9 +50,6 @@
 
 /* Threads parked by park_threads(), besides the test's own. */
 #define NR_PARKED	3
-
-/* A child that cannot run its check here (no privilege to set it up). */
-#define CHILD_SKIP	77
 
 /*
  * The layout is the ABI: the same on 32- and 64-bit (no padding holes,
@@ -92,35 +89,7 @@ static uint64_t ptr_u64(const void *p)
 	return (uint64_t)(uintptr_t)p;
 }
 
-static size_t page_size(void)
-{
-	return (size_t)sysconf(_SC_PAGESIZE);
-}
-
-/* The commands, in number order, with what a valid argument looks like. */
-struct ts_cmd {
-	const char *name;
-	unsigned long cmd;
-	uint32_t ksize;		/* sizeof the struct we were built with */
-	uint32_t ver0;
-};
-
-static const struct ts_cmd ts_cmds[] = {
-	{ "INFO", TASKSTATE_IOC_INFO, sizeof(struct taskstate_info),
-	  TASKSTATE_INFO_SIZE_VER0 },
-	{ "TRACK", TASKSTATE_IOC_TRACK, sizeof(struct taskstate_track),
-	  TASKSTATE_TRACK_SIZE_VER0 },
-	{ "UNTRACK", TASKSTATE_IOC_UNTRACK, sizeof(struct taskstate_track),
-	  TASKSTATE_TRACK_SIZE_VER0 },
-	{ "SAMPLE", TASKSTATE_IOC_SAMPLE, sizeof(struct taskstate_sample),
-	  TASKSTATE_SAMPLE_SIZE_VER0 },
-	{ "LIST", TASKSTATE_IOC_LIST, sizeof(struct taskstate_list),
-	  TASKSTATE_LIST_SIZE_VER0 },
-	{ "LOCATE", TASKSTATE_IOC_LOCATE, sizeof(struct taskstate_locate),
-	  TASKSTATE_LOCATE_SIZE_VER0 },
-	{ "PROCESS", TASKSTATE_IOC_PROCESS, sizeof(struct taskstate_process),
-	  TASKSTATE_PROCESS_SIZE_VER0 },
-};
+/* The commands: ts_cmds[] (util.c). */
 
 /*
  * Write a valid argument for @c into @buf (its other bytes untouched):
@@ -424,15 +393,7 @@ static bool wait_proc_state(pid_t tid, char st)
 	return false;
 }
 
-/* Children: fn's return value is the exit status. */
-#define CHILD_CHECK(cond) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "# %s:%d: child: %s is false (errno %d)\n", \
-			__FILE__, __LINE__, #cond, errno);		\
-		return 1;						\
-	}								\
-} while (0)
-
+/* Children (run_child(), CHILD_CHECK()): one more check. */
 #define CHILD_EQ(expected, seen) do {					\
 	long long __e = (long long)(expected);				\
 	long long __s = (long long)(seen);				\

@@ -41,7 +41,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include "kselftest_harness.h"
-#include "common.h"
+#include "util.h"
 
 #define TOLERANCE_NS	1000000ULL
 #define ROUNDS		5

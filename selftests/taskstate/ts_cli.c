@@ -37,7 +37,7 @@
 #include <sys/wait.h>
 #include <termios.h>
 #include "kselftest_harness.h"
-#include "common.h"
+#include "util.h"
 
 #define SLEEPER_COMM	"ts_cli_sleeper"
 #define STOPPED_COMM	"ts_cli_stopped"
@@ -623,12 +623,12 @@ static void track_process(struct __test_metadata *_metadata,
 
 FIXTURE_SETUP(cli)
 {
-	const char *bin = getenv("TS_BIN");
+	const char *bin = ts_bin_dir();
 	int status;
 
 	self->fd = -1;
 	if (!bin || !*bin)
-		SKIP(return, "TS_BIN is not set: it names the directory of the taskstate command");
+		SKIP(return, "no taskstate command: TS_BIN names its directory");
 	snprintf(self->cli, sizeof(self->cli), "%s/taskstate", bin);
 	ASSERT_EQ(0, access(self->cli, X_OK))
 		TH_LOG("%s: %s", self->cli, strerror(errno));

@@ -7,7 +7,7 @@
  */
 #include <signal.h>
 #include <string.h>
-#include "common.h"
+#include "util.h"
 
 static volatile sig_atomic_t done;
 

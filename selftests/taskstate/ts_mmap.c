@@ -5,25 +5,32 @@
  * says about it, locating threads, reads that agree with SAMPLE, an entry
  * that changes hands, the tid after exec, and every refusal.
  *
+ * Run by name (run_vm.sh), each run elsewhere says so with a counted SKIP:
+ *   failed_exec_from_thread_keeps_its_tid
+ *                                  root (ns_last_pid), either track_all
+ *   mmap_is_enodev_without_whole_word_loads
+ *                                  the fault-injection build (map_enodev)
+ *
  * Runs as root in the initial pid namespace against a loaded module, with
  * track_all=1 or 0 (the fixture tracks the test process with its future
  * threads), as a 64-bit or a 32-bit binary.
  */
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "common.h"
+#include "util.h"
 #include "kselftest_harness.h"
 #include "harness_filter.h"
-
-/* A child that cannot run its check here (no privilege to set it up). */
-#define CHILD_SKIP	77
 
 /* The exec test's second image: see exec_check() at the end. */
 #define EXEC_ENV	"TS_MMAP_EXEC_CHECK"
@@ -40,19 +47,6 @@ _Static_assert(offsetof(struct taskstate_info, map_entry_size) == 56 &&
 	       "info layout");
 _Static_assert(offsetof(struct taskstate_locate, locations) == 16 &&
 	       sizeof(struct taskstate_location) == 16, "locate layout");
-
-#define CHILD_CHECK(cond) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "# %s:%d: child: %s is false (errno %d)\n", \
-			__FILE__, __LINE__, #cond, errno);		\
-		return 1;						\
-	}								\
-} while (0)
-
-static size_t page_size(void)
-{
-	return (size_t)sysconf(_SC_PAGESIZE);
-}
 
 static long locate_ioc(int fd, struct taskstate_locate *a)
 {
@@ -263,7 +257,7 @@ TEST_F(map, mapped_word_equals_sample_while_sleeping)
 	s = ts_sample_word(self->fd, tid);
 	EXPECT_EQ(s, w);
 	EXPECT_EQ((uint32_t)tid, self->m.entries[l.index].tid);
-	/* the common.h cross-check, as ts_states uses it */
+	/* the util.c cross-check, as ts_states uses it */
 	ts_xmap = self->m;
 	EXPECT_EQ(s, ts_word_of(self->fd, tid));
 	ts_xmap.entries = NULL;
@@ -670,7 +664,238 @@ __attribute__((constructor)) static void exec_check(void)
 	_exit(0);
 }
 
+/*
+ * An ELF executable for this machine that exec accepts up to its point
+ * of no return and then fails: its one segment is at an address above
+ * every user address space (x86-64 and arm64: the kernel's half; 32-bit:
+ * above TASK_SIZE), which load_elf_binary() tries to map only after
+ * begin_new_exec() (6.1 fs/binfmt_elf.c), so the exec ends in SIGSEGV.
+ * Written to @path; returns 0 or -1.
+ */
+static int write_late_failing_elf(const char *path)
+{
+	struct {
+		ElfW(Ehdr) eh;
+		ElfW(Phdr) ph;
+	} f;
+	ElfW(Ehdr) self;
+	int fd, ok;
+
+	fd = open("/proc/self/exe", O_RDONLY);
+	if (fd < 0)
+		return -1;
+	ok = read(fd, &self, sizeof(self)) == sizeof(self);
+	close(fd);
+	if (!ok)
+		return -1;
+	memset(&f, 0, sizeof(f));
+	memcpy(f.eh.e_ident, self.e_ident, EI_NIDENT);
+	f.eh.e_type = ET_EXEC;
+	f.eh.e_machine = self.e_machine;
+	f.eh.e_flags = self.e_flags;
+	f.eh.e_version = EV_CURRENT;
+	f.eh.e_phoff = sizeof(f.eh);
+	f.eh.e_ehsize = sizeof(f.eh);
+	f.eh.e_phentsize = sizeof(f.ph);
+	f.eh.e_phnum = 1;
+	f.ph.p_type = PT_LOAD;
+	f.ph.p_flags = PF_R | PF_X;
+	f.ph.p_vaddr = sizeof(void *) == 8 ? (ElfW(Addr))0xffff800000000000ULL :
+					     (ElfW(Addr))0xfffff000UL;
+	f.ph.p_filesz = sizeof(f);
+	f.ph.p_memsz = sizeof(f);
+	f.ph.p_align = 0x1000;
+	f.eh.e_entry = f.ph.p_vaddr + sizeof(f);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, &f, sizeof(f)) == sizeof(f) && !fchmod(fd, 0755);
+	return close(fd) || !ok ? -1 : 0;
+}
+
+struct late_exec {
+	int tid_pipe[2];
+	int go_pipe[2];
+	const char *path;
+};
+
+/* The non-leader thread: reports its tid, waits, execs the file. */
+static void *late_exec_fn(void *arg)
+{
+	struct late_exec *x = arg;
+	char *argv[] = { (char *)x->path, NULL }, *envp[] = { NULL };
+	pid_t tid = ts_gettid();
+	char c;
+
+	if (write(x->tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) ||
+	    read(x->go_pipe[0], &c, 1) != 1)
+		_exit(2);
+	execve(x->path, argv, envp);
+	_exit(100 + (errno & 63));	/* failed before the point of no return */
+}
+
+static int late_exec_child(struct late_exec *x)
+{
+	struct rlimit nocore = { 0, 0 };
+	pthread_t t;
+
+	setrlimit(RLIMIT_CORE, &nocore);	/* no core dump: SIGSEGV is expected */
+	if (pthread_create(&t, NULL, late_exec_fn, x))
+		_exit(4);
+	for (;;)
+		pause();
+}
+
+/* Entries of the mapping that carry @tid: how many, and how many not DEAD. */
+static void count_tid(const struct taskstate_mapping *m, uint32_t tid,
+		      int *all, int *live)
+{
+	uint32_t i, t, gen;
+	uint64_t w;
+
+	*all = *live = 0;
+	for (i = 0; i < m->nr; i++) {
+		if (!taskstate_mapping_entry(m, i, &t, &w, &gen) || t != tid)
+			continue;
+		(*all)++;
+		if (taskstate_state(w) != TASKSTATE_DEAD)
+			(*live)++;
+	}
+}
+
+/*
+ * exec from a non-leader thread T of process L gives T the tid L in
+ * de_thread() and frees T's old tid.  When the exec then fails (past the
+ * point of no return the kernel kills the process with SIGSEGV), no
+ * sched_process_exec fires: the entry must still follow its thread, and
+ * show L, not the old tid, which a new thread may hold by now.  The
+ * process stays a zombie (waitid() WNOWAIT) so its thread is not freed,
+ * and the old tid is handed to a new process through ns_last_pid: then
+ * one entry, the new process's, carries it.
+ */
+TEST_F_TIMEOUT(map, failed_exec_from_thread_keeps_its_tid, 120)
+{
+	char path[] = "/tmp/ts_late_exec.XXXXXX", buf[32];
+	struct taskstate_location l = { 0 };
+	struct taskstate_mapping m;
+	struct late_exec x;
+	uint32_t tid, gen;
+	pid_t p, q = -1, old;
+	siginfo_t si;
+	uint64_t w = 0;
+	int fd, i, all, live;
+
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, write_late_failing_elf(path));
+	ASSERT_EQ(0, taskstate_mapping_open(self->fd, &m));
+	x.path = path;
+	ASSERT_EQ(0, pipe(x.tid_pipe));
+	ASSERT_EQ(0, pipe(x.go_pipe));
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p)
+		_exit(late_exec_child(&x));
+	ASSERT_EQ(sizeof(old), read(x.tid_pipe[0], &old, sizeof(old)));
+	ASSERT_NE(p, old);
+	if (!self->info.track_all)
+		ASSERT_EQ(0, taskstate_track(self->fd, p, true, NULL));
+	l.tid = old;
+	ASSERT_EQ(1, taskstate_locate(self->fd, &l, 1));
+	ASSERT_EQ(1, taskstate_mapping_entry(&m, l.index, &tid, &w, &gen));
+	ASSERT_EQ((uint32_t)old, tid);
+
+	ASSERT_EQ(1, write(x.go_pipe[1], "x", 1));
+	/* Exited, not reaped: its thread is not freed, its entry is kept. */
+	ASSERT_EQ(0, waitid(P_PID, p, &si, WEXITED | WNOWAIT));
+	EXPECT_EQ(SIGSEGV, si.si_status)
+		TH_LOG("the exec did not fail after its point of no return (code %d, status %d: 100 + errno)",
+		       si.si_code, si.si_status);
+	/* Its final switch comes a moment after exit_notify(). */
+	for (i = 0; i < 5000; i++) {
+		if (taskstate_mapping_entry(&m, l.index, &tid, &w, &gen) &&
+		    taskstate_state(w) == TASKSTATE_DEAD)
+			break;
+		ts_sleep_ms(1);
+	}
+	EXPECT_EQ(l.gen, gen);
+	EXPECT_EQ(TASKSTATE_DEAD, taskstate_state(w));
+	EXPECT_EQ((uint32_t)p, tid)
+		TH_LOG("the thread that exec'd (now tid %d) keeps its old tid %d in its entry",
+		       (int)p, (int)old);
+
+	/* The old tid to a new process, and one entry with it. */
+	snprintf(buf, sizeof(buf), "%d", (int)old - 1);
+	for (i = 0; i < 50 && q != old; i++) {
+		if (q > 0) {
+			kill(q, SIGKILL);
+			waitpid(q, NULL, 0);
+		}
+		ASSERT_EQ(0, ts_write_str("/proc/sys/kernel/ns_last_pid", buf));
+		q = fork();
+		ASSERT_LE(0, q);
+		if (!q) {
+			for (;;)
+				pause();
+		}
+	}
+	ASSERT_EQ(old, q) TH_LOG("tid %d not reused in 50 forks", (int)old);
+	if (!self->info.track_all)
+		ASSERT_EQ(0, taskstate_track(self->fd, q, true, NULL));
+	count_tid(&m, old, &all, &live);
+	EXPECT_EQ(1, all);
+	EXPECT_EQ(1, live);
+
+	kill(q, SIGKILL);
+	waitpid(q, NULL, 0);
+	waitpid(p, NULL, 0);
+	unlink(path);
+	taskstate_mapping_close(&m);
+}
+
+#define MAP_ENODEV_PARAM	"/sys/module/taskstate/parameters/map_enodev"
+
+/*
+ * Where user space cannot load a 64-bit word whole (CONFIG_GENERIC_ATOMIC64)
+ * mmap() is ENODEV and the ioctls work: shown with the fault-injection
+ * build's map_enodev, which takes that branch on any architecture.
+ */
+TEST_F(map, mmap_is_enodev_without_whole_word_loads)
+{
+	struct taskstate_location l = { .tid = (uint32_t)ts_gettid() };
+	struct taskstate_mapping m, m2;
+	uint64_t w;
+	void *p;
+
+	if (access(MAP_ENODEV_PARAM, W_OK))
+		SKIP(return, "needs the fault-injection build (map_enodev)");
+	ASSERT_EQ(0, taskstate_track(self->fd, getpid(), true, NULL));
+	ASSERT_EQ(0, taskstate_mapping_open(self->fd, &m));
+	ASSERT_EQ(0, ts_write_str(MAP_ENODEV_PARAM, "1"));
+	p = mmap(NULL, m.size, PROT_READ, MAP_SHARED, self->fd, 0);
+	EXPECT_TRUE(p == MAP_FAILED);
+	EXPECT_EQ(ENODEV, errno);
+	if (p != MAP_FAILED)
+		munmap(p, m.size);
+	EXPECT_EQ(-ENODEV, taskstate_mapping_open(self->fd, &m2));
+	EXPECT_EQ(1, taskstate_locate(self->fd, &l, 1));
+	EXPECT_EQ(TASKSTATE_RUNNING, ts_state_of(self->fd, ts_gettid()));
+	ASSERT_EQ(0, ts_write_str(MAP_ENODEV_PARAM, "0"));
+	/* The existing mapping was never affected. */
+	EXPECT_EQ(1, taskstate_mapping_read(&m, &l, &w));
+	taskstate_mapping_close(&m);
+	EXPECT_EQ(0, taskstate_untrack(self->fd, getpid(), true, NULL));
+}
+
+/* Run by name (run_vm.sh): root, or the fault-injection build. */
+static const char *const by_name[] = {
+	"failed_exec_from_thread_keeps_its_tid",
+	"mmap_is_enodev_without_whole_word_loads",
+	NULL
+};
+
 int main(int argc, char **argv)
 {
-	return ts_harness_main(argc, argv);
+	return ts_harness_main(argc, argv, by_name);
 }

@@ -21,21 +21,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "common.h"
+#include "util.h"
 #include "kselftest_harness.h"
 #include "adaptive_mutex.h"
 
 #define STRESS_THREADS	16
 #define STRESS_ITERS	4000
 #define WATCHDOG_S	120
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
 
 FIXTURE(mx) {
 	int mapped;

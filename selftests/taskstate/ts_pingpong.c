@@ -10,7 +10,7 @@
  */
 #include <signal.h>
 #include <stdlib.h>
-#include "common.h"
+#include "util.h"
 
 static int ping[2], pong[2];
 

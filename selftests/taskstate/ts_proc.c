@@ -24,7 +24,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
-#include "common.h"
+#include "util.h"
 #include "kselftest_harness.h"
 #include "harness_filter.h"
 
@@ -317,7 +317,7 @@ static int scrape(pid_t pid, __u64 v[NT])
 	FILE *f;
 
 	snprintf(cmd, sizeof(cmd), "%.256s/taskstate metrics -p %d",
-		 getenv("TS_BIN"), (int)pid);
+		 ts_bin_dir(), (int)pid);
 	f = popen(cmd, "r");
 	if (!f)
 		return -1;
@@ -346,7 +346,7 @@ TEST_F_TIMEOUT(proc, metrics_counters_never_decrease, 180)
 	unsigned long scrapes = 0;
 	int k;
 
-	if (!getenv("TS_BIN"))
+	if (!ts_bin_dir())
 		SKIP(return, "TS_BIN (the taskstate CLI's directory) not set");
 	ASSERT_EQ(0, pthread_create(&c.thread, NULL, churner, &c));
 	end = taskstate_now_ns() + 2000 * MS;
@@ -385,7 +385,7 @@ static int scrape_families(pid_t pid, int *counters, int *threads,
 	*counters = *threads = 0;
 	*start_ns = 0;
 	snprintf(cmd, sizeof(cmd), "%.256s/taskstate metrics -p %d",
-		 getenv("TS_BIN"), (int)pid);
+		 ts_bin_dir(), (int)pid);
 	f = popen(cmd, "r");
 	if (!f)
 		return -1;
@@ -404,23 +404,6 @@ static int scrape_families(pid_t pid, int *counters, int *threads,
 	return pclose(f) ? -1 : 0;
 }
 
-struct sleeper {
-	pthread_t thread;
-	int pipe[2];
-	pid_t tid;
-};
-
-static void *sleeper_fn(void *arg)
-{
-	struct sleeper *s = arg;
-	char ch;
-
-	__atomic_store_n(&s->tid, ts_gettid(), __ATOMIC_RELEASE);
-	if (read(s->pipe[0], &ch, 1) < 0)
-		return NULL;
-	return NULL;
-}
-
 /* A thread that sleeps until it reads a byte from the pipe *arg. */
 static void *sleeper_on(void *arg)
 {
@@ -429,25 +412,6 @@ static void *sleeper_on(void *arg)
 	if (read(*(int *)arg, &ch, 1) < 0)
 		return NULL;
 	return NULL;
-}
-
-static int sleeper_start(struct sleeper *s)
-{
-	s->tid = 0;
-	if (pipe(s->pipe) || pthread_create(&s->thread, NULL, sleeper_fn, s))
-		return -1;
-	while (!__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE))
-		ts_sleep_ms(1);
-	return 0;
-}
-
-static void sleeper_stop(struct sleeper *s)
-{
-	if (write(s->pipe[1], "x", 1) != 1)
-		return;
-	pthread_join(s->thread, NULL);
-	close(s->pipe[0]);
-	close(s->pipe[1]);
 }
 
 /*
@@ -460,12 +424,12 @@ TEST_F(proc, metrics_counters_only_with_a_record)
 {
 	struct taskstate_process p;
 	int counters, threads;
-	struct sleeper s;
+	struct ts_sleeper s;
 	uint64_t start, nr;
 
-	if (!getenv("TS_BIN"))
+	if (!ts_bin_dir())
 		SKIP(return, "TS_BIN (the taskstate CLI's directory) not set");
-	ASSERT_EQ(0, sleeper_start(&s));
+	ASSERT_EQ(0, ts_sleeper_start(&s));
 	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
 	ASSERT_EQ(0, scrape_families(self->pid, &counters, &threads, &start));
 	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p));
@@ -481,7 +445,7 @@ TEST_F(proc, metrics_counters_only_with_a_record)
 	EXPECT_EQ(0, start);
 	/* The sleeper, still tracked, in the gauge. */
 	EXPECT_EQ(1, threads);
-	sleeper_stop(&s);
+	ts_sleeper_stop(&s);
 }
 
 /*
@@ -492,10 +456,10 @@ TEST_F(proc, metrics_counters_only_with_a_record)
 TEST_F(proc, untrack_of_a_thread_moves_its_totals)
 {
 	struct taskstate_process p1, p2, p3;
-	struct sleeper s;
+	struct ts_sleeper s;
 	uint64_t nr;
 
-	ASSERT_EQ(0, sleeper_start(&s));
+	ASSERT_EQ(0, ts_sleeper_start(&s));
 	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
 	ts_sleep_ms(100);
 	ASSERT_EQ(1, settle(self->fd, self->pid, 2, &p1));
@@ -516,7 +480,7 @@ TEST_F(proc, untrack_of_a_thread_moves_its_totals)
 	EXPECT_EQ(p2.nr_exited, p3.nr_exited);
 	EXPECT_EQ(0, memcmp(p2.exited_ns, p3.exited_ns, sizeof(p2.exited_ns)));
 	EXPECT_EQ(-1, first_drop(p2.state_ns, p3.state_ns));
-	sleeper_stop(&s);
+	ts_sleeper_stop(&s);
 }
 
 /*
@@ -529,10 +493,10 @@ TEST_F(proc, untrack_of_a_thread_moves_its_totals)
 TEST_F(proc, track_again_does_not_count_twice)
 {
 	struct taskstate_process p1, p2, p3;
-	struct sleeper s;
+	struct ts_sleeper s;
 	uint64_t nr, grew, bound;
 
-	ASSERT_EQ(0, sleeper_start(&s));
+	ASSERT_EQ(0, ts_sleeper_start(&s));
 	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
 	ts_sleep_ms(2000);
 	ASSERT_EQ(0, taskstate_untrack(self->fd, s.tid, false, &nr));
@@ -556,7 +520,7 @@ TEST_F(proc, track_again_does_not_count_twice)
 	       (unsigned long long)((p3.now_ns - p1.now_ns) / MS));
 	EXPECT_GE(bound, grew);
 	EXPECT_EQ(-1, first_drop(p1.state_ns, p2.state_ns));
-	sleeper_stop(&s);
+	ts_sleeper_stop(&s);
 }
 
 /*
@@ -567,10 +531,10 @@ TEST_F(proc, track_again_does_not_count_twice)
 TEST_F(proc, record_follows_the_leader)
 {
 	struct taskstate_process p, p0, zero = { 0 };
-	struct sleeper s;
+	struct ts_sleeper s;
 	uint64_t nr;
 
-	ASSERT_EQ(0, sleeper_start(&s));
+	ASSERT_EQ(0, ts_sleeper_start(&s));
 	ASSERT_EQ(1, taskstate_process(self->fd, self->pid, &p0));
 	/* When the record began, the fixture's TRACK or the load. */
 	EXPECT_NE(0, p0.start_ns);
@@ -596,7 +560,7 @@ TEST_F(proc, record_follows_the_leader)
 	/* A new record, which a reader tells from the old one by this. */
 	EXPECT_LT(p0.now_ns, p.start_ns);
 	EXPECT_GE(p.now_ns, p.start_ns);
-	sleeper_stop(&s);
+	ts_sleeper_stop(&s);
 }
 
 /*
@@ -786,5 +750,5 @@ TEST(process_follows_info)
 /* With arguments, only the tests they name (run_vm.sh: totals=0). */
 int main(int argc, char **argv)
 {
-	return ts_harness_main(argc, argv);
+	return ts_harness_main(argc, argv, NULL);
 }

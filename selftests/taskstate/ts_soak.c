@@ -40,7 +40,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
-#include "common.h"
+#include "util.h"
 
 #define DEV		"/dev/taskstate"
 #define DEBUGFS		"/sys/kernel/debug/taskstate"
@@ -63,18 +63,20 @@ static const char *const result_name[NR_RESULTS] = {
 	"EOPNOTSUPP", "ENOMEM", "EPERM", "EACCES", "other",
 };
 
+/* The commands of ts_cmds[] (util.c), then random numbers and mmap(). */
 enum {
-	C_INFO, C_TRACK, C_UNTRACK, C_SAMPLE, C_LIST, C_LOCATE, C_RANDOM,
-	C_MMAP, NR_CMDS
+	C_INFO = TS_CMD_INFO, C_TRACK = TS_CMD_TRACK,
+	C_UNTRACK = TS_CMD_UNTRACK, C_SAMPLE = TS_CMD_SAMPLE,
+	C_LIST = TS_CMD_LIST, C_LOCATE = TS_CMD_LOCATE,
+	C_PROCESS = TS_CMD_PROCESS, C_RANDOM = TS_NR_CMDS, C_MMAP, NR_CMDS
 };
-static const char *const cmd_name[NR_CMDS] = {
-	"INFO", "TRACK", "UNTRACK", "SAMPLE", "LIST", "LOCATE", "random",
-	"mmap",
-};
-static const unsigned int cmd_nr[C_RANDOM] = {
-	TASKSTATE_IOC_INFO, TASKSTATE_IOC_TRACK, TASKSTATE_IOC_UNTRACK,
-	TASKSTATE_IOC_SAMPLE, TASKSTATE_IOC_LIST, TASKSTATE_IOC_LOCATE,
-};
+
+static const char *cmd_name(int cmd)
+{
+	if (cmd < TS_NR_CMDS)
+		return ts_cmds[cmd].name;
+	return cmd == C_RANDOM ? "random" : "mmap";
+}
 /* What each command may answer, beyond success (uapi header). */
 static const unsigned int allowed[NR_CMDS] = {
 #define B(r) (1U << (r))
@@ -87,6 +89,8 @@ static const unsigned int allowed[NR_CMDS] = {
 	[C_LIST] = B(RES_EINVAL) | B(RES_E2BIG) | B(RES_EFAULT) | B(RES_EOPNOTSUPP) |
 		   B(RES_ENOMEM),
 	[C_LOCATE] = B(RES_EINVAL) | B(RES_E2BIG) | B(RES_EFAULT),
+	[C_PROCESS] = B(RES_EINVAL) | B(RES_E2BIG) | B(RES_EFAULT) | B(RES_ESRCH) |
+		      B(RES_EOPNOTSUPP),
 	[C_RANDOM] = B(RES_ENOTTY),
 	[C_MMAP] = B(RES_EINVAL) | B(RES_EACCES) | B(RES_EPERM),
 #undef B
@@ -321,16 +325,15 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 	if (argp == P_HIGH && sizeof(long) == 4)
 		argp = P_KERNEL;
 	bufp = some_ptr(s);
+	if (cmd < TS_NR_CMDS) {
+		ver0 = ts_cmds[cmd].ver0;
+		cur = ts_cmds[cmd].ksize;
+	}
 	switch (cmd) {
-	case C_INFO:
-		ver0 = TASKSTATE_INFO_SIZE_VER0;
-		cur = TASKSTATE_INFO_SIZE_VER2;
-		break;
 	case C_TRACK:
 	case C_UNTRACK: {
 		struct taskstate_track *t = (void *)a;
 
-		ver0 = cur = TASKSTATE_TRACK_SIZE_VER0;
 		id = some_tid(s);
 		t->id = id;
 		if (below(s, 2))
@@ -349,8 +352,6 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 		struct taskstate_sample *t = (void *)a;
 		uint32_t i;
 
-		ver0 = TASKSTATE_SAMPLE_SIZE_VER0;
-		cur = TASKSTATE_SAMPLE_SIZE_VER1;
 		max = TASKSTATE_BATCH_MAX;
 		n = t->count = some_count(s, max);
 		for (i = 0; i < n && i < 256; i++)
@@ -365,8 +366,6 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 	case C_LIST: {
 		struct taskstate_list *t = (void *)a;
 
-		ver0 = TASKSTATE_LIST_SIZE_VER0;
-		cur = TASKSTATE_LIST_SIZE_VER1;
 		max = TASKSTATE_LIST_MAX;
 		n = t->count = some_count(s, max);
 		/* The buffer holds BUF_ENTRIES: more than can be tracked. */
@@ -384,7 +383,6 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 		struct taskstate_locate *t = (void *)a;
 		uint32_t i;
 
-		ver0 = cur = TASKSTATE_LOCATE_SIZE_VER0;
 		max = TASKSTATE_BATCH_MAX;
 		n = t->count = some_count(s, max);
 		for (i = 0; i < n && i < 256; i++)
@@ -392,6 +390,10 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 		t->locations = pointer(bufp, f->loc);
 		break;
 	}
+	case C_PROCESS:
+		id = some_tid(s);
+		((struct taskstate_process *)(void *)a)->pid = id;
+		break;
 	}
 	if (cmd == C_RANDOM) {
 		/*
@@ -402,12 +404,10 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 		do {
 			req = (uint32_t)rnd(s);
 			req = (req & ~(0xffU << 8)) | (TASKSTATE_IOC_TYPE << 8);
-		} while (req == TASKSTATE_IOC_INFO || req == TASKSTATE_IOC_TRACK ||
-			 req == TASKSTATE_IOC_UNTRACK || req == TASKSTATE_IOC_SAMPLE ||
-			 req == TASKSTATE_IOC_LIST || req == TASKSTATE_IOC_LOCATE);
+		} while (ts_cmd_of(req));
 		must = RES_ENOTTY;
 	} else {
-		req = cmd_nr[cmd];
+		req = ts_cmds[cmd].cmd;
 		if (!below(s, 8) && cmd != C_TRACK && cmd != C_UNTRACK) {
 			((uint32_t *)a)[1] = 1U << below(s, 32);
 			flags = true;
@@ -434,7 +434,8 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 			must = RES_EINVAL;
 		else if (max && n > max)
 			must = RES_E2BIG;
-		else if ((cmd == C_TRACK || cmd == C_UNTRACK) &&
+		else if ((cmd == C_TRACK || cmd == C_UNTRACK ||
+			  (cmd == C_PROCESS && f->totals)) &&
 			 (!id || id > 4194304))
 			must = RES_ESRCH;
 		/* The same struct, one byte off its alignment. */
@@ -447,22 +448,26 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 	count(cmd, res);
 	if (res != RES_OK && !(allowed[cmd] & (1U << res))) {
 		failf("%s (req %#x, size %u): %s (%d), not an errno the ABI gives it",
-		      cmd_name[cmd], req, size, strerror(errno), errno);
+		      cmd_name(cmd), req, size, strerror(errno), errno);
 		return;
 	}
 	if (must && res != must) {
 		failf("%s (req %#x, size %u, arg %d, count %u): %s, must be %s",
-		      cmd_name[cmd], req, size, argp, n,
+		      cmd_name(cmd), req, size, argp, n,
 		      res ? strerror(errno) : "success", result_name[must]);
 		return;
 	}
 	if (res == RES_EOPNOTSUPP && f->totals)
-		failf("%s: EOPNOTSUPP from a module that keeps totals", cmd_name[cmd]);
+		failf("%s: EOPNOTSUPP from a module that keeps totals", cmd_name(cmd));
 	if (res != RES_OK || argp != P_VALID)
 		return;
 	/* Success with our own struct: check what came back. */
 	if (cmd == C_TRACK && id == 0)
 		failf("TRACK of tid 0 succeeded");
+	if (cmd == C_PROCESS &&
+	    (id == 0 || ((struct taskstate_process *)(void *)a)->valid > 1))
+		failf("PROCESS of pid %u: valid %u", id,
+		      ((struct taskstate_process *)(void *)a)->valid);
 	if (cmd == C_SAMPLE && bufp == P_VALID && (totp == -1 || totp == P_VALID)) {
 		uint32_t i, found = 0;
 
@@ -1082,7 +1087,7 @@ static void print_stats(double secs)
 
 	printf("# soak: %.0f s\n", secs);
 	for (c = 0; c < NR_CMDS; c++) {
-		printf("# %-8s", cmd_name[c]);
+		printf("# %-8s", cmd_name(c));
 		for (r = 0; r < NR_RESULTS; r++)
 			if (st->calls[c][r])
 				printf(" %s %lu", result_name[r], st->calls[c][r]);

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "kselftest_harness.h"
-#include "common.h"
+#include "util.h"
 
 FIXTURE(ts) {
 	int fd;

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "common.h"
+#include "util.h"
 #include "kselftest_harness.h"
 #include "harness_filter.h"
 
@@ -292,18 +292,9 @@ static char proc_state(pid_t tid)
 /* schedstat's run_delay (ns waiting on a run queue), or -1. */
 static long long run_delay(pid_t tid)
 {
-	unsigned long long run, delay;
-	char path[64];
-	FILE *f;
-	int n;
+	uint64_t run, delay;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fscanf(f, "%llu %llu", &run, &delay);
-	fclose(f);
-	return n == 2 ? (long long)delay : -1;
+	return ts_schedstat(tid, &run, &delay) ? -1 : (long long)delay;
 }
 
 /* Read and write a sysctl; returns 0 or -1. */
@@ -430,5 +421,5 @@ TEST(woken_thread_shows_time_since_wakeup)
 
 int main(int argc, char **argv)
 {
-	return ts_harness_main(argc, argv);
+	return ts_harness_main(argc, argv, NULL);
 }

@@ -16,23 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "util.h"
 #include "kselftest_harness.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME	0x00000080
 #endif
 
-#define CHILD_SKIP	77
 #define SLEEP_MS	1000
-
-#define CHECK(cond) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "# %s:%d: %s is false (errno %d)\n",	\
-			__FILE__, __LINE__, #cond, errno);		\
-		return 1;						\
-	}								\
-} while (0)
 
 static uint64_t raw_boottime_ns(void)
 {
@@ -42,50 +33,31 @@ static uint64_t raw_boottime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-struct sleeper {
-	int pipe[2];
-	pid_t tid;
-};
-
-static void *sleeper_fn(void *arg)
-{
-	struct sleeper *s = arg;
-	char c;
-
-	__atomic_store_n(&s->tid, ts_gettid(), __ATOMIC_RELEASE);
-	(void)!read(s->pipe[0], &c, 1);
-	return NULL;
-}
-
 /* In the new time namespace: INFO's offset, and a sleeper's age. */
 static int in_namespace(long long offset_s)
 {
 	struct taskstate_info info;
-	struct sleeper s = { .tid = 0 };
+	struct ts_sleeper s;
 	uint64_t t0, w, now, since, age, raw;
-	pthread_t t;
 	int fd;
 
 	fd = taskstate_open();
-	CHECK(fd >= 0);
-	CHECK(taskstate_info(fd, &info) == 0);
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(taskstate_info(fd, &info) == 0);
 	fprintf(stderr, "# offset %lld s: INFO says %lld ns\n", offset_s,
 		(long long)info.boottime_offset_ns);
-	CHECK(info.boottime_offset_ns == offset_s * 1000000000LL);
+	CHILD_CHECK(info.boottime_offset_ns == offset_s * 1000000000LL);
 	/* The process's own clock is shifted; the library's is not. */
 	raw = raw_boottime_ns();
 	now = taskstate_now_ns();
-	CHECK((int64_t)(raw - now) - offset_s * 1000000000LL < 1000000000LL &&
+	CHILD_CHECK((int64_t)(raw - now) - offset_s * 1000000000LL < 1000000000LL &&
 	      (int64_t)(raw - now) - offset_s * 1000000000LL > -1000000000LL);
 
 	t0 = taskstate_now_ns();
-	CHECK(pipe(s.pipe) == 0);
-	CHECK(pthread_create(&t, NULL, sleeper_fn, &s) == 0);
-	while (!__atomic_load_n(&s.tid, __ATOMIC_ACQUIRE))
-		ts_sleep_ms(1);
+	CHILD_CHECK(ts_sleeper_start(&s) == 0);
 	if (!info.track_all)
-		CHECK(taskstate_track(fd, s.tid, false, NULL) == 0);
-	CHECK(ts_wait_state(fd, s.tid, TASKSTATE_SLEEPING, 10000) != 0);
+		CHILD_CHECK(taskstate_track(fd, s.tid, false, NULL) == 0);
+	CHILD_CHECK(ts_wait_state(fd, s.tid, TASKSTATE_SLEEPING, 10000) != 0);
 	ts_sleep_ms(SLEEP_MS);
 	w = ts_word_of(fd, s.tid);
 	now = taskstate_now_ns();
@@ -94,12 +66,11 @@ static int in_namespace(long long offset_s)
 	fprintf(stderr, "# offset %lld s: %s since %.3f s after the thread's creation, age %.3f s\n",
 		offset_s, taskstate_state_name(taskstate_state(w)),
 		((double)since - (double)t0) / 1e9, age / 1e9);
-	CHECK(taskstate_state(w) == TASKSTATE_SLEEPING);
+	CHILD_CHECK(taskstate_state(w) == TASKSTATE_SLEEPING);
 	/* Asleep since after its creation, for at least the nap. */
-	CHECK(since >= t0 && since <= now);
-	CHECK(age >= (SLEEP_MS - 50) * 1000000ULL);
-	close(s.pipe[1]);
-	pthread_join(t, NULL);
+	CHILD_CHECK(since >= t0 && since <= now);
+	CHILD_CHECK(age >= (SLEEP_MS - 50) * 1000000ULL);
+	ts_sleeper_stop(&s);
 	taskstate_close(fd);
 	return 0;
 }
@@ -134,7 +105,7 @@ static int child_fork(void *arg)
 		fprintf(stderr, "# unshare(CLONE_NEWTIME): %s\n", strerror(errno));
 		return errno == EINVAL ? CHILD_SKIP : 1;
 	}
-	CHECK(set_offset(offset_s) == 0);
+	CHILD_CHECK(set_offset(offset_s) == 0);
 	ts_offset_s = offset_s;
 	/* Only this process's children live in the new namespace. */
 	return run_child(in_namespace_arg, NULL);

@@ -26,7 +26,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "common.h"
+#include "util.h"
 
 /* The torture module's made-up clock (taskstate_torture.c). */
 #define TORTURE_T0	1000

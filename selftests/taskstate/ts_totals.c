@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "common.h"
+#include "util.h"
 #include "kselftest_harness.h"
 #include "harness_filter.h"
 
@@ -98,27 +98,6 @@ static uint64_t sum_at(const struct snap *s)
 	for (i = 0; i < NT; i++)
 		sum += s->at[i];
 	return sum;
-}
-
-/* Run time and run-queue wait from /proc/self/task/<tid>/schedstat. */
-static int schedstat_of(pid_t tid, uint64_t *run, uint64_t *wait)
-{
-	unsigned long long r, w;
-	char path[64];
-	FILE *f;
-	int n;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	n = fscanf(f, "%llu %llu", &r, &w);
-	fclose(f);
-	if (n != 2)
-		return -EINVAL;
-	*run = r;
-	*wait = w;
-	return 0;
 }
 
 /*
@@ -299,7 +278,7 @@ static int one_round(struct __test_metadata *_metadata, int fd,
 			ts_sleep_ms(20);
 		} while (c0[i] != ts_nvcsw(sp[i].tid));
 		ASSERT_EQ(0, snap_of(fd, sp[i].tid, &a[i]));
-		ASSERT_EQ(0, schedstat_of(sp[i].tid, &r0[i], &w0[i]));
+		ASSERT_EQ(0, ts_schedstat(sp[i].tid, &r0[i], &w0[i]));
 	}
 	for (i = 0; i < n; i++)
 		ASSERT_EQ(1, write(sp[i].go[1], "x", 1));
@@ -319,7 +298,7 @@ static int one_round(struct __test_metadata *_metadata, int fd,
 		ASSERT_GT(1000, tries);
 	}
 	for (i = 0; i < n; i++) {
-		ASSERT_EQ(0, schedstat_of(sp[i].tid, &r1, &w1));
+		ASSERT_EQ(0, ts_schedstat(sp[i].tid, &r1, &w1));
 		ASSERT_EQ(0, snap_of(fd, sp[i].tid, &b));
 		span = b.now - a[i].now;
 		for (k = 0; k < NT; k++)
@@ -524,7 +503,7 @@ TEST(totals_follow_info)
 /* The taskstate command, from $TS_BIN. */
 static FILE *cli(const char *args)
 {
-	const char *bin = getenv("TS_BIN");
+	const char *bin = ts_bin_dir();
 	char cmd[1536];
 
 	if (!bin)
@@ -566,7 +545,7 @@ TEST_F(totals, top_json_shows_where_the_interval_went)
 	int frames = 0, k;
 	FILE *f;
 
-	if (!getenv("TS_BIN"))
+	if (!ts_bin_dir())
 		SKIP(return, "TS_BIN (the taskstate command's directory) not set");
 	/* Spinning until stopped, however slow top is to start and run. */
 	ASSERT_EQ(0, spinner_start(&spin, 600000, -1));
@@ -610,7 +589,7 @@ TEST_F(totals, top_table_in_a_pipe)
 	int rows = 0, blocks = 0, mine = 0, k;
 	FILE *f;
 
-	if (!getenv("TS_BIN"))
+	if (!ts_bin_dir())
 		SKIP(return, "TS_BIN (the taskstate command's directory) not set");
 	snprintf(args, sizeof(args), "top -n 2 -d 0.2 -o sleeping -p %d", getpid());
 	f = cli(args);
@@ -653,7 +632,7 @@ TEST_F(totals, metrics_prometheus_text)
 	struct spinner idle;
 	FILE *f;
 
-	if (!getenv("TS_BIN") || !getenv("TS_OUT"))
+	if (!ts_bin_dir() || !getenv("TS_OUT"))
 		SKIP(return, "TS_BIN or TS_OUT (a writable directory) not set");
 	ASSERT_EQ(0, spinner_start(&idle, 0, -1));
 	ASSERT_NE(0, ts_wait_state(self->fd, idle.tid, TASKSTATE_SLEEPING, 5000));
@@ -698,5 +677,5 @@ TEST_F(totals, metrics_prometheus_text)
 /* With arguments, only the tests they name (run_vm.sh: totals=0). */
 int main(int argc, char **argv)
 {
-	return ts_harness_main(argc, argv);
+	return ts_harness_main(argc, argv, NULL);
 }
