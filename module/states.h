@@ -86,7 +86,7 @@ static inline unsigned int ts_state_of(struct task_struct *t)
 	 * is right: before it, the exiting task runs (RUNNING, or RUNNABLE
 	 * if preempted), and its final switch writes DEAD.  data_race():
 	 * KCSAN reported this read against that store (kcsan flavour,
-	 * ts_review's TRACK racing an exit); the store is the kernel's.
+	 * ts_attach's TRACKs racing exits); the store is the kernel's.
 	 */
 	if (data_race(READ_ONCE(t->exit_state)))
 		return TASKSTATE_DEAD;

@@ -7,12 +7,12 @@
  * on demand, each driven by a module parameter of taskstate:
  *
  *  - snapshot_delay_ms: TRACK sleeps between its grace period and its
- *    snapshot (ts_review: the snapshot leaves a younger slot alone);
+ *    snapshot (ts_attach: the snapshot leaves a younger slot alone);
  *  - newtask_delay_us: the task_newtask probe busy-waits between its
  *    look at the parent's slot and the child's insert (run_vm.sh: an
  *    UNTRACK racing clone());
  *  - map_enodev: mmap() fails with ENODEV, as where user space cannot
- *    load a word whole (ts_review: the errno, and the ioctls still work).
+ *    load a word whole (ts_mmap: the errno, and the ioctls still work).
  */
 #ifndef TASKSTATE_FAULT_H
 #define TASKSTATE_FAULT_H
