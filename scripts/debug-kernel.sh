@@ -58,7 +58,7 @@ cp "$frag/base.config" "$frag/$flavour.config" "$out/"
 if [ -n "$croot" ]; then
 	# shellcheck disable=SC2016
 	inchroot() {
-		unshare --mount --propagation private sh -ec '
+		cd / && unshare --mount --propagation private sh -ec '
 			croot=$1 src=$2 out=$3
 			shift 3
 			mount -t proc proc "$croot/proc"
