@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Build taskstate.ko and the test modules taskstate_torture.ko and
-# taskstate_qsleeper.ko for one Debian kernel, and the fault-injection
-# build of taskstate (TS_FAULT_INJECT, for the tests only) as
-# OUTDIR/fi/taskstate.ko, out of a copy of the sources so that several
-# kernels can be built side by side:
+# Build taskstate.ko and the test modules taskstate_torture.ko,
+# taskstate_qsleeper.ko and taskstate_kmutex.ko for one Debian kernel,
+# and the fault-injection build of taskstate (TS_FAULT_INJECT, for the
+# tests only) as OUTDIR/fi/taskstate.ko, out of a copy of the sources so
+# that several kernels can be built side by side:
 #
 #   scripts/build-module.sh KVER OUTDIR     -> OUTDIR/*.ko, OUTDIR/fi/*.ko
 #
@@ -101,5 +101,6 @@ else
 fi
 mkdir -p "$out/fi"
 cp "$out/src/taskstate.ko" "$out/src/selftests/taskstate/torture/taskstate_torture.ko" \
-   "$out/src/selftests/taskstate/torture/taskstate_qsleeper.ko" "$out/"
+   "$out/src/selftests/taskstate/torture/taskstate_qsleeper.ko" \
+   "$out/src/selftests/taskstate/torture/taskstate_kmutex.ko" "$out/"
 cp "$out/src/fi/taskstate.ko" "$out/fi/"
