@@ -8,7 +8,7 @@
 # failure, timeout or missing report.
 #
 #   KERNELS="amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 \
-#            debug kcsan" scripts/check.sh
+#            debug kcsan proxy" scripts/check.sh
 #
 # (flavours: scripts/kernels.sh; a kernel release works too).
 #
@@ -26,7 +26,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
 # Unset: every kernel; set but empty: none (host tests only).
-KERNELS=${KERNELS-amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan}
+KERNELS=${KERNELS-amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan proxy}
 HOST_TESTS=${HOST_TESTS-dkms-test install-test deb-test man-test doc-test}
 VM_TIMEOUT=${VM_TIMEOUT:-1500}
 # The debug kernels run the same suite several times slower (KASAN,
