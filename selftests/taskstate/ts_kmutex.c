@@ -270,8 +270,18 @@ TEST_F_TIMEOUT(kmutex, waiter_reads_its_wait, 120)
 	tid = block_waiter(_metadata, self, variant->intr);
 	ASSERT_NE(0, tid);
 
-	/* The word its switch-out wrote, through SAMPLE and the mapping. */
-	st = ts_state_of(self->fd, tid);
+	/*
+	 * The word its switch-out wrote, through SAMPLE and the mapping.
+	 * The voluntary switch is counted just before the tracepoint, so the
+	 * word may still say RUNNING for a moment: the one it had to have to
+	 * block, whatever it read when preempted before.
+	 */
+	for (i = 0; i < 2000; i++) {
+		st = ts_state_of(self->fd, tid);
+		if (st != TASKSTATE_RUNNING)
+			break;
+		ts_sleep_ms(1);
+	}
 	EXPECT_EQ(variant->state, st)
 		TH_LOG("blocked on the mutex: %s, not %s",
 		       taskstate_state_name(st), want);
