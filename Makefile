@@ -8,7 +8,7 @@
 #                        packages, man pages) and the VM test suite on the
 #                        kernels in KERNELS: by default amd64 alone (Debian
 #                        12's 6.1), the quick proof that it works here;
-#                        KERNELS=all: the nine (scripts/kernels.sh)
+#                        KERNELS=all: the ten (scripts/kernels.sh)
 #   make demo            boot a VM, load the module, show the table (installs
 #                        only what it needs: setup.sh demo)
 #   make bench           benchmarks, writes bench/REPORT.md and
@@ -16,7 +16,7 @@
 #   make bench-count     the counted benchmark alone (bench/REPORT-count.md)
 #   make install         module (modules_install + depmod), header, library, CLI
 #   make deps            install the Debian packages make check needs for
-#                        KERNELS (unset: all nine), HOST_TESTS and BENCH
+#                        KERNELS (unset: all ten), HOST_TESTS and BENCH
 #   make deb             Debian packages (debian/) into build/deb/:
 #                        taskstate-dkms, taskstate-tools, libtaskstate0,
 #                        libtaskstate-dev

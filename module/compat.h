@@ -10,8 +10,8 @@
  * check_trace_callback_type_*() checks in probes.c and the field accesses
  * below stop the build.
  *
- * Tested in the VM (make check): 5.10, 6.1, 6.12 and 7.2 on amd64, 6.1
- * PREEMPT_RT, 6.1 on 686 and arm64.
+ * Tested in the VM (make check): 5.10, 6.1, 6.12 and 7.2 on amd64, 7.2
+ * with proxy execution, 6.1 PREEMPT_RT, 6.1 on 686 and arm64.
  */
 #ifndef TASKSTATE_COMPAT_H
 #define TASKSTATE_COMPAT_H
@@ -153,18 +153,34 @@ static inline bool ts_task_blocked_on_mutex(const struct task_struct *p);
  * it read even when signal_pending_state() kept the task runnable.
  * 6.12+ (EEVDF delayed dequeue): a sleeping fair task may stay on_rq with
  * se.sched_delayed set; it is not runnable (as task_is_runnable() says).
+ * Proxy execution (CONFIG_SCHED_PROXY_EXEC, 6.17+): a task that blocks on
+ * a mutex stays on_rq, not delayed, so that the mutex owner can run in
+ * its place; it is not runnable either (ts_task_blocked_on_mutex()).
+ * 7.2 says both in one flag, task_struct.is_blocked
+ * (TS_HAVE_TASK_IS_BLOCKED): try_to_block_task() sets it, under the run
+ * queue lock, for every task __schedule() puts to sleep, whether it then
+ * leaves the queue, stays delayed or stays for proxy execution (not when a
+ * pending signal cancels the sleep), and ttwu_do_wakeup() clears it at the
+ * wakeup, just before the sched_wakeup tracepoint.  So queued and not
+ * blocked is runnable, the same test as the kernel's own
+ * (kernel/sched/core.c, "p->is_blocked").
  *
- * The kernel stores both fields plainly under the run queue lock
+ * The kernel stores these fields plainly under the run queue lock
  * (6.1: activate_task(), deactivate_task(); 6.12+: sched_delayed in
- * fair.c's delayed dequeue too), so the snapshot's lockless reads race
- * those stores by design: data_race(), as for exit_state in
- * ts_state_of().
+ * fair.c's delayed dequeue too; 7.2: is_blocked), so the snapshot's
+ * lockless reads race those stores by design: data_race(), as for
+ * exit_state in ts_state_of().
  *
  * Context: sched_switch (run queue lock held), or the snapshot, as a hint.
  * Return: true if queued and runnable.
  */
 static inline bool ts_task_queued(const struct task_struct *prev)
 {
+#if defined(TS_HAVE_TASK_IS_BLOCKED)
+	/* Plain stores under the run queue lock: see above. */
+	return data_race(READ_ONCE(prev->on_rq) &&
+			 !READ_ONCE(prev->is_blocked));
+#else
 	if (ts_task_blocked_on_mutex(prev))
 		return false;
 #ifdef TS_HAVE_SCHED_DELAYED
@@ -174,6 +190,7 @@ static inline bool ts_task_queued(const struct task_struct *prev)
 #else
 	/* A plain store under the run queue lock: see above. */
 	return data_race(READ_ONCE(prev->on_rq));
+#endif
 #endif
 }
 
@@ -205,22 +222,26 @@ static inline u64 ts_task_last_queued(const struct task_struct *t)
 }
 
 /*
- * Proxy execution (CONFIG_SCHED_PROXY_EXEC, 6.17+; off in every kernel
- * make check boots, so this is built and run nowhere yet): __schedule()
- * keeps a task that blocks on a mutex on its run queue (on_rq, not
- * delayed) so that it can lend its place to the owner; it is not
- * runnable.  The mutex slow path sets task_struct.blocked_on while it
- * waits and clears it before the task runs on as the owner, and 7.x's
- * __schedule() passes TASK_RUNNING, not the sleep state, when a pending
- * signal keeps the task runnable.  So with the option, a queued task
- * with blocked_on set is BLOCKED, not RUNNABLE.  Read without the
- * task's blocked_lock: a hint, as on_rq; the next switch corrects it.
- * Compiled only with the option: blocked_on has another type under
- * CONFIG_DEBUG_MUTEXES before 6.17.
+ * Proxy execution on a kernel without task_struct.is_blocked (6.17 up to
+ * before 7.2; none of them is booted by make check, so this branch is
+ * built and run nowhere): __schedule() keeps a task that blocks on a
+ * mutex on its run queue (on_rq, not delayed) so that it can lend its
+ * place to the owner; it is not runnable.  The mutex slow path sets
+ * task_struct.blocked_on while it waits (with preemption off up to its
+ * schedule()).  So with the option, a queued task with blocked_on set
+ * is taken as not queued, and its __state tells: BLOCKED (or SLEEPING),
+ * not RUNNABLE.  Whatever blocked_on holds once the task is woken (NULL,
+ * the lock, or a "waking" sentinel where the kernel has one), its
+ * __state is TASK_RUNNING by then, which reads RUNNABLE.  Read without
+ * the task's blocked_lock: a hint, as on_rq; the next switch corrects
+ * it.  Compiled only with the option:
+ * blocked_on has another type under CONFIG_DEBUG_MUTEXES before 6.17.
+ * The proxy flavour (7.2) takes ts_task_queued()'s is_blocked branch,
+ * which covers this case too.
  */
 static inline bool ts_task_blocked_on_mutex(const struct task_struct *p)
 {
-#ifdef CONFIG_SCHED_PROXY_EXEC
+#if defined(CONFIG_SCHED_PROXY_EXEC) && !defined(TS_HAVE_TASK_IS_BLOCKED)
 	/* Stored under p->blocked_lock, which the probes cannot take. */
 	return !!data_race(READ_ONCE(p->blocked_on));
 #else

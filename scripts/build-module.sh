@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Build taskstate.ko and the test modules taskstate_torture.ko and
-# taskstate_qsleeper.ko for one Debian kernel, and the fault-injection
-# build of taskstate (TS_FAULT_INJECT, for the tests only) as
-# OUTDIR/fi/taskstate.ko, out of a copy of the sources so that several
-# kernels can be built side by side:
+# Build taskstate.ko and the test modules taskstate_torture.ko,
+# taskstate_qsleeper.ko and taskstate_kmutex.ko for one Debian kernel,
+# and the fault-injection build of taskstate (TS_FAULT_INJECT, for the
+# tests only) as OUTDIR/fi/taskstate.ko, out of a copy of the sources so
+# that several kernels can be built side by side:
 #
 #   scripts/build-module.sh KVER OUTDIR     -> OUTDIR/*.ko, OUTDIR/fi/*.ko
 #
@@ -16,6 +16,9 @@
 #  - -arm64: the headers unpacked in the cache, with aarch64-linux-gnu-gcc;
 #  - -ts-debug, -ts-kcsan: the debug kernels' build trees in the cache
 #    (scripts/debug-kernel.sh), on the host;
+#  - -ts-proxy: its build tree in the cache, in the sid chroot it was
+#    built in (gcc-16), which sees the tree and its source bind-mounted
+#    at their own paths;
 #  - headers in a debootstrap chroot of their suite (bullseye's 5.10 with
 #    gcc-10, sid's 7.2 with gcc-16, scripts/setup.sh makes them): inside
 #    that chroot, in a private mount namespace with /proc mounted (7.x's
@@ -30,7 +33,7 @@ mkdir -p "$2"
 out=$(cd "$2" && pwd)
 top=$(cd "$(dirname "$0")/.." && pwd)
 
-cross=() croot=""
+cross=() croot="" binds=""
 kdir=/lib/modules/$kver/build
 case $kver in
 *-686*) cross=(ARCH=x86 CROSS_COMPILE=i686-linux-gnu-) ;;
@@ -39,8 +42,13 @@ case $kver in
 	kdir=$CACHE/arm64/headers-$kver/usr/src/linux-headers-$kver
 	;;
 *-ts-debug|*-ts-kcsan) kdir=$CACHE/debug-kernels/${kver##*-ts-} ;;
+*-ts-proxy)
+	kdir=$CACHE/debug-kernels/proxy
+	croot=$CACHE/chroot/sid
+	binds="$CACHE/linux-source-7.2 $kdir"
+	;;
 esac
-if [ ! -d "$kdir" ]; then
+if [ -z "$croot" ] && [ ! -d "$kdir" ]; then
 	for c in "$CACHE"/chroot/*/; do
 		if [ -f "$c/.complete" ] && [ -d "$c/usr/src/linux-headers-$kver" ]; then
 			croot=${c%/}
@@ -73,14 +81,19 @@ cp -r "$top/selftests/taskstate/torture" "$src/selftests/taskstate/"
 if [ -n "$croot" ]; then
 	# shellcheck disable=SC2016,SC2086
 	unshare --mount --propagation private sh -ec '
-		croot=$1 kdir=$2 src=$3
-		shift 3
+		croot=$1 kdir=$2 src=$3 binds=$4
+		shift 4
 		mount -t proc proc "$croot/proc"
+		for d in $binds; do
+			mkdir -p "$croot$d"
+			mount --bind "$d" "$croot$d"
+		done
 		for m in "$src" "$src/selftests/taskstate/torture"; do
 			chroot "$croot" make -s -C "$kdir" M="$m" "$@" modules
 		done
 		chroot "$croot" make -s -C "$kdir" M="$src/fi" "$@" \
-			TS_FAULT_INJECT=1 modules' sh "$croot" "$kdir" "$csrc" ${TS_KBUILD_ARGS:-}
+			TS_FAULT_INJECT=1 modules' sh "$croot" "$kdir" "$csrc" "$binds" \
+		${TS_KBUILD_ARGS:-}
 	rm -rf "$out/src"
 	cp -r "$src" "$out/src"
 else
@@ -94,5 +107,6 @@ else
 fi
 mkdir -p "$out/fi"
 cp "$out/src/taskstate.ko" "$out/src/selftests/taskstate/torture/taskstate_torture.ko" \
-   "$out/src/selftests/taskstate/torture/taskstate_qsleeper.ko" "$out/"
+   "$out/src/selftests/taskstate/torture/taskstate_qsleeper.ko" \
+   "$out/src/selftests/taskstate/torture/taskstate_kmutex.ko" "$out/"
 cp "$out/src/fi/taskstate.ko" "$out/fi/"

@@ -8,7 +8,7 @@
 # failure, timeout or missing report.
 #
 #   KERNELS="amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 \
-#            debug kcsan" scripts/check.sh
+#            debug kcsan proxy" scripts/check.sh
 #
 # (flavours: scripts/kernels.sh; a kernel release works too).
 #

@@ -14,6 +14,9 @@
 #   debug, kcsan     6.1 from linux-source-6.1 with lockdep, KASAN,
 #                    kmemleak... or with KCSAN (scripts/debug-kernel.sh
 #                    builds it into the cache the first time, ~15 min)
+#   proxy            7.2 from sid's linux-source-7.2 with proxy execution
+#                    (CONFIG_SCHED_PROXY_EXEC), built the same way in the
+#                    sid chroot (~25 min)
 #
 # A release given as is (6.1.0-57-amd64) is printed back.
 set -euo pipefail
@@ -30,7 +33,7 @@ amd64-5.10|amd64-6.12|amd64-7.2|arm64)
 	echo "$kver"
 	exit 0
 	;;
-debug|kcsan) exec "$(dirname "$0")/debug-kernel.sh" "$1" ;;
+debug|kcsan|proxy) exec "$(dirname "$0")/debug-kernel.sh" "$1" ;;
 [0-9]*.*-*) echo "$1"; exit 0 ;;
 *) echo "kernels: unknown flavour $1 (one of: $TS_FLAVOURS)" >&2; exit 2 ;;
 esac

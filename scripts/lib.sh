@@ -8,7 +8,7 @@ CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
 
 # Every test flavour, in make check's order (scripts/kernels.sh says what
 # each boots; `make check KERNELS=all` runs them all).
-TS_FLAVOURS="amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan"
+TS_FLAVOURS="amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan proxy"
 # make check's host tests (scripts/NAME.sh, each prints TAP).
 TS_HOST_TESTS="dkms-test install-test deb-test man-test doc-test ksft-test"
 

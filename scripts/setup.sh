@@ -11,7 +11,7 @@
 #
 #   demo   what `make demo` needs alone: the compiler, the 6.1 amd64 kernel
 #          and headers, QEMU, busybox (a few hundred MB, no kernel source)
-#   (none) what `make check` needs for $KERNELS (default: all nine) and
+#   (none) what `make check` needs for $KERNELS (default: all ten) and
 #          $HOST_TESTS (default: dkms-test install-test deb-test man-test),
 #          and the benchmarks unless BENCH=0: `make deps` prepares all.
 set -euo pipefail
@@ -31,7 +31,7 @@ want() { case $WANT in *" $1 "*) return 0 ;; esac; return 1; }
 want_test() { case $TESTS in *" $1 "*) return 0 ;; esac; return 1; }
 chroots=""
 if want amd64-5.10; then chroots+=" bullseye"; fi
-if want amd64-7.2; then chroots+=" sid"; fi
+if want amd64-7.2 || want proxy; then chroots+=" sid"; fi
 SELF_SUM=$({ cat "$0"; echo "$MODE|$WANT|$TESTS|$BENCHES"; } | sha256sum | cut -d' ' -f1)
 
 if [ -f "$STAMP" ] && grep -qx "$SELF_SUM" "$STAMP"; then
@@ -73,7 +73,7 @@ if [ "$MODE" != demo ]; then
 	if want arm64; then
 		AMD64_PKGS+=(qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 	fi
-	if want amd64-5.10 || want amd64-7.2; then AMD64_PKGS+=(debootstrap); fi
+	if want amd64-5.10 || want amd64-7.2 || want proxy; then AMD64_PKGS+=(debootstrap); fi
 	if want debug || want kcsan; then AMD64_PKGS+=(flex bison libelf-dev libssl-dev); fi
 	if want_test deb-test; then AMD64_PKGS+=(debhelper dh-dkms lintian dkms); fi
 	if want_test dkms-test || want_test install-test; then AMD64_PKGS+=(dkms); fi
@@ -257,6 +257,9 @@ fi
 #  amd64-5.10  bullseye's 5.10, built in a bullseye chroot (gcc-10);
 #  amd64-7.2   sid's newest, built in a sid chroot (gcc-16).  Both images
 #              are unpacked into $CACHE/images/KVER.
+#  proxy       sid's linux-source-7.2, unpacked into the cache, built
+#              there by scripts/debug-kernel.sh in the same sid chroot,
+#              which gets what a kernel build needs besides.
 #  arm64       bookworm's 6.1 arm64 image, headers and busybox, unpacked
 #              into $CACHE/arm64/, cross-built on the host.
 # Packages of other suites and architectures come through a private apt
@@ -289,7 +292,7 @@ papt_sources=$(printf 'deb [arch=%s signed-by=%s] %s %s main\n' \
 	arm64 "$KEYRING" "$MIRROR" "$REL")
 # Once per setup.sh run that gets here: only when something changed, and
 # only for the kernels that need these lists.
-if { want amd64-5.10 || want amd64-7.2 || want arm64; } && {
+if { want amd64-5.10 || want amd64-7.2 || want arm64 || want proxy; } && {
    [ "$(cat "$PAPT/sources.list" 2>/dev/null)" != "$papt_sources" ] ||
    [ -z "$(find "$PAPT/lists" -maxdepth 1 -name '*Packages*' -mmin -720)" ]; }; then
 	echo "$papt_sources" > "$PAPT/sources.list"
@@ -368,9 +371,9 @@ fi
 # KVER, and what the DKMS and install tests need there (dkms, gcc,
 # libc6-dev, kmod), made once (into a temporary directory, renamed when
 # complete) and brought to KVER's headers when the suite moves on.
-make_chroot() {	# suite, compiler package, kver
+make_chroot() {	# suite, compiler package, kver, extra package...
 	local suite=$1 cc=$2 kver=$3 dir=$CACHE/chroot/$1 start p missing=()
-	local pkgs=("$cc" make "linux-headers-$kver" dkms gcc libc6-dev kmod)
+	local pkgs=("$cc" make "linux-headers-$kver" dkms gcc libc6-dev kmod "${@:4}")
 	if [ -f "$dir/.complete" ]; then
 		for p in "${pkgs[@]}"; do
 			# shellcheck disable=SC2016
@@ -393,7 +396,8 @@ make_chroot() {	# suite, compiler package, kver
 		log "$suite chroot made in $(cat "$dir/.seconds") s"
 	elif [ ${#missing[@]} -gt 0 ]; then
 		log "installing ${missing[*]} in the $suite chroot"
-		chroot "$dir" apt-get update -qq >/dev/null
+		# As debootstrap: a mirror snapshot older than its Valid-Until.
+		chroot "$dir" apt-get -o Acquire::Check-Valid-Until=false update -qq >/dev/null
 		chroot "$dir" env DEBIAN_FRONTEND=noninteractive apt-get install \
 			-y -qq --no-install-recommends "${missing[@]}" >/dev/null
 		chroot "$dir" apt-get clean
@@ -415,11 +419,37 @@ if want amd64-5.10; then
 	unpack_image amd64-5.10 "$k510"
 fi
 
-if want amd64-7.2; then
+# What a kernel build needs besides the compiler (the proxy flavour;
+# openssl makes the module signing key, certs/Makefile).
+KBUILD_PKGS=(bc bison flex libelf-dev libssl-dev openssl perl python3 cpio)
+if want amd64-7.2 || want proxy; then
 	ksid=$(meta_release linux-headers-amd64/sid amd64) ||
 		{ log "no linux-headers-amd64 in sid"; exit 1; }
-	make_chroot sid "$(headers_gcc "$ksid")" "$ksid"
-	unpack_image amd64-7.2 "$ksid"
+	extra=()
+	if want proxy; then extra=("${KBUILD_PKGS[@]}"); fi
+	make_chroot sid "$(headers_gcc "$ksid")" "$ksid" "${extra[@]}"
+	if want amd64-7.2; then unpack_image amd64-7.2 "$ksid"; fi
+fi
+
+# proxy: sid's kernel source of the 7.2 series, unpacked into the cache
+# (scripts/debug-kernel.sh builds it), once: .unpacked names the package
+# version, so a newer upload is unpacked again.
+if want proxy; then
+	psrc=linux-source-7.2
+	pver=$(papt apt-cache show "$psrc" 2>/dev/null | sed -n 's/^Version: //p' |
+	       sort -V | tail -n1)
+	[ -n "$pver" ] || { log "no $psrc in sid"; exit 1; }
+	if [ "$(cat "$CACHE/$psrc/.unpacked" 2>/dev/null)" != "$pver" ]; then
+		log "unpacking $psrc $pver into $CACHE/$psrc"
+		dl=$(mktemp -d "$CACHE/dl.XXXXXX")
+		(cd "$dl" && papt apt-get download -qq "$psrc=$pver" >/dev/null) ||
+			{ rm -rf "$dl"; log "cannot download $psrc"; exit 1; }
+		dpkg-deb -x "$dl"/*.deb "$dl/x"
+		rm -rf "${CACHE:?}/$psrc"
+		tar -C "$CACHE" -xf "$dl/x/usr/src/$psrc.tar.xz"
+		rm -rf "$dl"
+		echo "$pver" > "$CACHE/$psrc/.unpacked"
+	fi
 fi
 
 # arm64: image, headers (made self-contained: their Makefile includes the

@@ -11,8 +11,9 @@
 #           5.10.0-32-amd64, 7.2.13+deb14-amd64 (qemu-system-x86_64),
 #           6.1.0-50-686 (qemu-system-i386), 6.1.0-50-arm64
 #           (qemu-system-aarch64, -M virt), 6.1.NNN-ts-debug and
-#           6.1.NNN-ts-kcsan (the debug kernels scripts/debug-kernel.sh
-#           builds into the cache; virtio and 9p built in)
+#           6.1.NNN-ts-kcsan, 7.2.NN-ts-proxy (the kernels
+#           scripts/debug-kernel.sh builds into the cache; virtio and 9p
+#           built in)
 #   OUTDIR  a host directory, shared writable with the guest at /results
 #   SCRIPT  a shell script run inside the guest.  amd64: in a chroot of the
 #           host root (read-only 9p), so every host program is there, with
@@ -56,14 +57,14 @@ kver=$1 out=$2 script=$3
 
 qemu_machine=() console=ttyS0 vmlinuz="" moddir=""
 case $kver in
-*-ts-debug|*-ts-kcsan)
+*-ts-debug|*-ts-kcsan|*-ts-proxy)
 	root=/
 	vmlinuz=$CACHE/debug-kernels/${kver##*-ts-}/arch/x86/boot/bzImage
 	moddir=/	# nothing to load: virtio and 9p are built in
 	qemu=qemu-system-x86_64
 	busybox=/bin/busybox
 	chroot_host=1
-	mem=${mem:-2048}
+	case $kver in *-ts-proxy) ;; *) mem=${mem:-2048} ;; esac
 	;;
 *-686*)
 	root=$CACHE/i386/linux-image-$kver

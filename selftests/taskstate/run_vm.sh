@@ -8,7 +8,8 @@
 #
 # Environment:
 #   TS_KO          taskstate.ko
-#   TS_TORTURE_KO  taskstate_torture.ko (taskstate_qsleeper.ko beside it)
+#   TS_TORTURE_KO  taskstate_torture.ko (taskstate_qsleeper.ko and
+#                  taskstate_kmutex.ko beside it)
 #   TS_FI_KO       optional: the fault-injection build of taskstate.ko
 #                  (default: fi/taskstate.ko beside TS_KO)
 #   TS_BIN         the test programs and the taskstate CLI
@@ -34,6 +35,7 @@ bits=32
 case $(uname -m) in x86_64|aarch64) bits=64 ;; esac
 TS_FI_KO=${TS_FI_KO:-$(dirname "$TS_KO")/fi/taskstate.ko}
 TS_QSLEEPER_KO=$(dirname "$TS_TORTURE_KO")/taskstate_qsleeper.ko
+TS_KMUTEX_KO=$(dirname "$TS_TORTURE_KO")/taskstate_kmutex.ko
 
 # A kselftest binary prints its own TAP; add a line only if it died
 # without reporting a failure (a crash, a hang cut short).
@@ -173,6 +175,16 @@ section_review() {
 			rmmod taskstate
 		done
 		check "unload taskstate_qsleeper" rmmod taskstate_qsleeper
+	fi
+	# A thread blocked on a kernel mutex that a kernel thread holds
+	# (proxy execution keeps it queued), in both modes.
+	if check "load taskstate_kmutex" insmod "$TS_KMUTEX_KO"; then
+		for all in 1 0; do
+			insmod "$TS_KO" track_all=$all
+			run "$TS_BIN/ts_kmutex"
+			rmmod taskstate
+		done
+		check "unload taskstate_kmutex" rmmod taskstate_kmutex
 	fi
 }
 
