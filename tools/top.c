@@ -107,11 +107,11 @@ static int top_read(int fd, const uint32_t *pids, size_t npids,
 	int ret;
 
 	r->totals = true;
-	ret = taskstate_list_totals(fd, npids == 1 ? pids[0] : 0, &e, &t, &n);
+	ret = taskstate_list(fd, npids == 1 ? pids[0] : 0, &e, &t, &n);
 	if (ret == -EOPNOTSUPP && !need_totals) {
 		r->totals = false;
 		t = NULL;
-		ret = taskstate_list(fd, npids == 1 ? pids[0] : 0, &e, &n);
+		ret = taskstate_list(fd, npids == 1 ? pids[0] : 0, &e, NULL, &n);
 	}
 	if (ret < 0)
 		return ret;
@@ -160,7 +160,7 @@ static bool process_totals(int fd, const struct top_row *rows, uint32_t n,
 	uint32_t i;
 	int k;
 
-	if (taskstate_process(fd, rows[0].tgid, p) == 1) {
+	if (taskstate_process(fd, rows[0].tgid, p) == 0) {
 		for (k = 0; k < NT; k++)
 			ns[k] = p->state_ns[k];
 		return true;

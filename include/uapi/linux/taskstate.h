@@ -65,6 +65,20 @@
 #define TASKSTATE_DEAD		7	/* exited, not yet freed */
 #define TASKSTATE_NR_STATES	8
 
+/*
+ * The states' names: the one list every surface spells them from
+ * (debugfs, libtaskstate's taskstate_state_name(), the taskstate command
+ * in lower case, the documentation), in value order.  X is applied to the
+ * suffix of each TASKSTATE_* value above.  TASKSTATE_STATE_NAMES
+ * initializes a const char *[TASKSTATE_NR_STATES] with "NONE" ... "DEAD",
+ * each at its value's index.
+ */
+#define TASKSTATE_STATE_LIST(X)						\
+	X(NONE) X(RUNNING) X(RUNNABLE) X(SLEEPING)			\
+	X(BLOCKED) X(STOPPED) X(TRACED) X(DEAD)
+#define __TASKSTATE_STATE_NAME(s)	[TASKSTATE_##s] = #s,
+#define TASKSTATE_STATE_NAMES	{ TASKSTATE_STATE_LIST(__TASKSTATE_STATE_NAME) }
+
 static __inline__ __u64 taskstate_pack(unsigned int state, __u64 ns)
 {
 	return ((__u64)(state & 7) << TASKSTATE_STATE_SHIFT) |
@@ -146,6 +160,12 @@ static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
 #define TASKSTATE_TOTAL_SLEEPING	2
 #define TASKSTATE_TOTAL_BLOCKED		3
 #define TASKSTATE_TOTAL_OTHER		4	/* STOPPED, TRACED, DEAD */
+
+/* The totals' names, as the states' (TASKSTATE_TOTAL_* suffixes). */
+#define TASKSTATE_TOTAL_LIST(X)						\
+	X(RUNNING) X(RUNNABLE) X(SLEEPING) X(BLOCKED) X(OTHER)
+#define __TASKSTATE_TOTAL_NAME(s)	[TASKSTATE_TOTAL_##s] = #s,
+#define TASKSTATE_TOTAL_NAMES	{ TASKSTATE_TOTAL_LIST(__TASKSTATE_TOTAL_NAME) }
 
 /* Which total the time in @state goes to. */
 static __inline__ unsigned int taskstate_total_of(unsigned int state)
@@ -514,13 +534,18 @@ struct taskstate_map_entry {
 
 #ifndef __KERNEL__
 /*
+ * The readers of the mapping's entries, named after the struct they read
+ * (libtaskstate's taskstate_mapping_read() is built on them).  They are
+ * the protocol's predicates, not library calls: 1 or 0 (and -1), not
+ * -errno.
+ *
  * One read of a located entry (index and gen from TASKSTATE_IOC_LOCATE)
  * by the protocol above.  Returns 1 and sets *word while the entry is
  * still that thread's, 0 once it is not (locate it again, or it is gone).
  */
 static __inline__ int
-taskstate_map_read(const struct taskstate_map_entry *e, __u32 gen,
-		   __u64 *word)
+taskstate_map_entry_read(const struct taskstate_map_entry *e, __u32 gen,
+			 __u64 *word)
 {
 	__u64 w;
 
@@ -543,8 +568,9 @@ taskstate_map_read(const struct taskstate_map_entry *e, __u32 gen,
  * read: read again.
  */
 static __inline__ int
-taskstate_map_read_totals(const struct taskstate_map_entry *e, __u32 gen,
-			  __u64 *word, struct taskstate_totals *t)
+taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
+				__u32 gen, __u64 *word,
+				struct taskstate_totals *t)
 {
 	__u64 w;
 	int i;

@@ -41,14 +41,6 @@ _Static_assert(sizeof(struct taskstate_process) == TASKSTATE_PROCESS_SIZE_VER0,
 #define LIST_FIRST_COUNT	256
 #define LIST_TRIES		4
 
-/*
- * taskstate_mapping_read_totals(): reads that may meet a change in
- * progress before giving up.  A change takes nanoseconds; only a writer
- * stopped between a first word and its start_ns (interrupts are off
- * there, but a vCPU can be preempted by its host) could outlast them.
- */
-#define MAP_READ_TRIES		100000
-
 const char *taskstate_dev_path(void)
 {
 	const char *path = getenv("TASKSTATE_DEV");
@@ -117,9 +109,9 @@ int taskstate_untrack(int fd, unsigned int id, bool process, uint64_t *nr_thread
 	return track_ioctl(fd, TASKSTATE_IOC_UNTRACK, id, process, nr_threads);
 }
 
-/* SAMPLE in batches; with @t, version 1 with the totals too. */
-static int sample(int fd, struct taskstate_entry *e,
-		  struct taskstate_totals *t, uint32_t n)
+/* SAMPLE in batches; with t, version 1 with the totals too. */
+int taskstate_sample(int fd, struct taskstate_entry *e,
+		     struct taskstate_totals *t, uint32_t n)
 {
 	uint32_t done, chunk;
 	int ret, found = 0;
@@ -146,20 +138,9 @@ static int sample(int fd, struct taskstate_entry *e,
 	return found;
 }
 
-int taskstate_sample(int fd, struct taskstate_entry *e, uint32_t n)
-{
-	return sample(fd, e, NULL, n);
-}
-
-int taskstate_sample_totals(int fd, struct taskstate_entry *e,
-			    struct taskstate_totals *t, uint32_t n)
-{
-	return sample(fd, e, t, n);
-}
-
-/* LIST, growing the buffers; with @tout, version 1 with the totals. */
-static int list(int fd, unsigned int pid, struct taskstate_entry **out,
-		struct taskstate_totals **tout, uint32_t *n)
+/* LIST, growing the buffers; with tout, version 1 with the totals. */
+int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
+		   struct taskstate_totals **tout, uint32_t *n)
 {
 	struct taskstate_totals *tbuf = NULL;
 	struct taskstate_entry *buf = NULL;
@@ -214,19 +195,6 @@ static int list(int fd, unsigned int pid, struct taskstate_entry **out,
 	return err;
 }
 
-int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
-		   uint32_t *n)
-{
-	return list(fd, pid, out, NULL, n);
-}
-
-int taskstate_list_totals(int fd, unsigned int pid,
-			  struct taskstate_entry **out,
-			  struct taskstate_totals **totals, uint32_t *n)
-{
-	return list(fd, pid, out, totals, n);
-}
-
 int taskstate_process(int fd, unsigned int pid, struct taskstate_process *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -234,7 +202,7 @@ int taskstate_process(int fd, unsigned int pid, struct taskstate_process *p)
 	p->pid = pid;
 	if (ioctl(fd, TASKSTATE_IOC_PROCESS, p) < 0)
 		return -errno;
-	return p->valid ? 1 : 0;
+	return p->valid ? 0 : -ENODATA;
 }
 
 int taskstate_mapping_open(int fd, struct taskstate_mapping *m)
@@ -306,30 +274,6 @@ uint64_t taskstate_now_ns(void)
 	       (uint64_t)__atomic_load_n(&boot_offset_ns, __ATOMIC_RELAXED);
 }
 
-int taskstate_mapping_read_totals(const struct taskstate_mapping *m,
-				  const struct taskstate_location *l,
-				  uint64_t *word, struct taskstate_totals *t)
-{
-	int i, ret;
-	__u64 w;
-
-	if (!(m->flags & TASKSTATE_MAP_F_TOTALS))
-		return -EOPNOTSUPP;
-	if (l->index >= m->nr)
-		return 0;
-	for (i = 0; i < MAP_READ_TRIES; i++) {
-		ret = taskstate_map_read_totals(&m->entries[l->index], l->gen,
-						&w, t);
-		if (ret >= 0)
-			break;
-	}
-	if (ret < 0)
-		return -EAGAIN;
-	if (ret)
-		*word = w;
-	return ret;
-}
-
 void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,
 			 uint64_t now_ns,
 			 uint64_t state_ns[TASKSTATE_MAP_NR_TOTALS])
@@ -343,23 +287,25 @@ void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,
 			taskstate_age_ns(word, now_ns);
 }
 
+/* The uapi header's lists, the names' one source, in value order. */
+static const char *const state_names[] = TASKSTATE_STATE_NAMES;
+static const char *const total_names[] = TASKSTATE_TOTAL_NAMES;
+
+_Static_assert(sizeof(state_names) / sizeof(state_names[0]) ==
+	       TASKSTATE_NR_STATES, "a name for every state");
+_Static_assert(sizeof(total_names) / sizeof(total_names[0]) ==
+	       TASKSTATE_MAP_NR_TOTALS, "a name for every total");
+
 const char *taskstate_total_name(unsigned int total)
 {
-	static const char *const names[TASKSTATE_MAP_NR_TOTALS] = {
-		"RUN", "WAIT", "SLEEP", "BLOCK", "OTHER",
-	};
-
-	return total < TASKSTATE_MAP_NR_TOTALS ? names[total] : "?";
+	return total < TASKSTATE_MAP_NR_TOTALS && total_names[total] ?
+	       total_names[total] : "?";
 }
 
 const char *taskstate_state_name(unsigned int state)
 {
-	static const char *const names[TASKSTATE_NR_STATES] = {
-		"NONE", "RUNNING", "RUNNABLE", "SLEEPING",
-		"BLOCKED", "STOPPED", "TRACED", "DEAD",
-	};
-
-	return state < TASKSTATE_NR_STATES ? names[state] : "?";
+	return state < TASKSTATE_NR_STATES && state_names[state] ?
+	       state_names[state] : "?";
 }
 
 int taskstate_state_from_name(const char *name)
