@@ -138,7 +138,7 @@ TEST_F(map, locate_self_gives_an_odd_gen_and_our_tid)
 	e = &self->m.entries[l.index];
 	EXPECT_EQ((uint32_t)ts_gettid(), e->tid);
 	EXPECT_EQ(l.gen, e->gen);
-	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
+	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &l, &w, NULL));
 	EXPECT_EQ(TASKSTATE_RUNNING, taskstate_state(w));
 }
 
@@ -259,7 +259,7 @@ TEST_F(map, mapped_word_equals_sample_while_sleeping)
 	ASSERT_LT(0, tid);
 	ASSERT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 10000));
 	ASSERT_EQ(1, locate1(self->fd, tid, &l));
-	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
+	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &l, &w, NULL));
 	s = ts_sample_word(self->fd, tid);
 	EXPECT_EQ(s, w);
 	EXPECT_EQ((uint32_t)tid, self->m.entries[l.index].tid);
@@ -285,12 +285,12 @@ TEST_F(map, reuse_of_an_entry_is_noticed)
 
 	ASSERT_LT(0, tid);
 	ASSERT_EQ(1, locate1(self->fd, tid, &old));
-	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &old, &w));
+	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &old, &w, NULL));
 	tthread_stop(&t);
 	/* freed an RCU grace period after the join, released then */
-	for (i = 0; i < 5000 && taskstate_mapping_read(&self->m, &old, &w); i++)
+	for (i = 0; i < 5000 && !taskstate_mapping_read(&self->m, &old, &w, NULL); i++)
 		ts_sleep_ms(1);
-	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &old, &w))
+	ASSERT_EQ(-ESRCH, taskstate_mapping_read(&self->m, &old, &w, NULL))
 		TH_LOG("entry %u still reads gen %u", old.index, old.gen);
 	EXPECT_NE(old.gen, self->m.entries[old.index].gen);
 	/* a grace period more and the slot is free for the next thread */
@@ -304,8 +304,8 @@ TEST_F(map, reuse_of_an_entry_is_noticed)
 		reused = 1;
 		EXPECT_NE(old.gen, l.gen);
 		EXPECT_EQ(1, l.gen & 1);
-		EXPECT_EQ(0, taskstate_mapping_read(&self->m, &old, &w));
-		EXPECT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
+		EXPECT_EQ(-ESRCH, taskstate_mapping_read(&self->m, &old, &w, NULL));
+		EXPECT_EQ(0, taskstate_mapping_read(&self->m, &l, &w, NULL));
 		EXPECT_EQ((uint32_t)tid, self->m.entries[l.index].tid);
 	}
 	for (i = 0; i < n; i++)
@@ -324,9 +324,9 @@ TEST_F(map, untrack_changes_the_gen)
 
 	ASSERT_LT(0, tid);
 	ASSERT_EQ(1, locate1(self->fd, tid, &l));
-	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
+	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &l, &w, NULL));
 	ASSERT_EQ(0, taskstate_untrack(self->fd, tid, false, NULL));
-	EXPECT_EQ(0, taskstate_mapping_read(&self->m, &l, &w));
+	EXPECT_EQ(-ESRCH, taskstate_mapping_read(&self->m, &l, &w, NULL));
 	EXPECT_EQ(0, self->m.entries[l.index].gen & 1);
 	EXPECT_EQ(0, self->m.entries[l.index].tid);
 	EXPECT_EQ(0, locate1(self->fd, tid, &l));
@@ -349,11 +349,11 @@ TEST_F(map, mapping_outlives_its_fd)
 	ASSERT_EQ(1, locate1(fd, tid, &l));
 	taskstate_close(fd);
 	ASSERT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 10000));
-	ASSERT_EQ(1, taskstate_mapping_read(&m, &l, &w1));
+	ASSERT_EQ(0, taskstate_mapping_read(&m, &l, &w1, NULL));
 	EXPECT_EQ(TASKSTATE_SLEEPING, taskstate_state(w1));
 	tthread_stop(&t);
 	/* the thread runs to its exit: the word moves, then the gen */
-	for (i = 0; i < 5000 && taskstate_mapping_read(&m, &l, &w2) && w2 == w1; i++)
+	for (i = 0; i < 5000 && !taskstate_mapping_read(&m, &l, &w2, NULL) && w2 == w1; i++)
 		ts_sleep_ms(1);
 	EXPECT_NE(w1, w2);
 	taskstate_mapping_close(&m);
@@ -500,7 +500,7 @@ static int child_maps_inherited_fd(void *arg)
 
 	CHILD_CHECK(taskstate_mapping_open(fd, &m) == 0);
 	CHILD_CHECK(locate1(fd, ts_gettid(), &l) == 1);
-	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w) == 1);
+	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w, NULL) == 0);
 	CHILD_CHECK(taskstate_state(w) == TASKSTATE_RUNNING);
 	return 0;
 }
@@ -531,9 +531,9 @@ static int child_reads_after_dontneed(void *arg)
 
 	CHILD_CHECK(taskstate_mapping_open(fd, &m) == 0);
 	CHILD_CHECK(locate1(fd, ts_gettid(), &l) == 1);
-	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w) == 1);
+	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w, NULL) == 0);
 	CHILD_CHECK(madvise((void *)m.entries, m.size, MADV_DONTNEED) == 0);
-	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w) == 1);
+	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w, NULL) == 0);
 	CHILD_CHECK(taskstate_state(w) == TASKSTATE_RUNNING);
 	taskstate_mapping_close(&m);
 	return 0;
@@ -658,7 +658,7 @@ __attribute__((constructor)) static void exec_check(void)
 		_exit(12);	/* not the case this test is about */
 	if (locate1(fd, getpid(), &l) != 1 || l.index != index || l.gen != gen)
 		_exit(13);
-	if (!taskstate_mapping_read(&m, &l, &w)) {
+	if (taskstate_mapping_read(&m, &l, &w, NULL)) {
 		fprintf(stderr, "# entry %u changed gen at exec\n", index);
 		_exit(14);
 	}

@@ -143,7 +143,7 @@ TEST_F_TIMEOUT(review, untrack_process_racing_clone, 120)
 		 * stay: a thread that exits in between is not shown (tid 0).
 		 */
 		ts_sleep_ms(5);
-		total = taskstate_list(self->fd, pid, &e, &n);
+		total = taskstate_list(self->fd, pid, &e, NULL, &n);
 		ASSERT_LE(0, total);
 		free(e);
 		if (total) {
@@ -302,7 +302,7 @@ TEST_F_TIMEOUT(review, churn_occupancy, 300)
 
 		ts_sleep_ms(200);
 		ASSERT_EQ(0, taskstate_info(self->fd, &info));
-		live = taskstate_list(self->fd, 0, &e, &n);
+		live = taskstate_list(self->fd, 0, &e, NULL, &n);
 		ASSERT_LE(0, live);
 		free(e);
 		dead = info.nr_tracked > (uint64_t)live ?
@@ -460,7 +460,7 @@ TEST_F_TIMEOUT(review, long_walks_with_full_table, 300)
 	for (i = 0; i < TASKSTATE_BATCH_MAX; i++)
 		e[i].tid = tids[i % n];
 	t0 = mono_ns();
-	found = taskstate_sample(self->fd, e, TASKSTATE_BATCH_MAX);
+	found = taskstate_sample(self->fd, e, NULL, TASKSTATE_BATCH_MAX);
 	sample_ns = mono_ns() - t0;
 	EXPECT_LE(TASKSTATE_BATCH_MAX / 2, found);
 
@@ -508,7 +508,7 @@ static int info_in_child_pidns(int fd)
 
 	if (taskstate_track(fd, getpid(), false, NULL))
 		return 2;
-	total = taskstate_list(fd, 0, &e, &n);
+	total = taskstate_list(fd, 0, &e, NULL, &n);
 	if (total < 0)
 		return 3;
 	free(e);
@@ -814,7 +814,7 @@ static void count_tid(const struct taskstate_mapping *m, uint32_t tid,
 
 	*all = *live = 0;
 	for (i = 0; i < m->nr; i++) {
-		if (!taskstate_mapping_entry(m, i, &t, &w, &gen) || t != tid)
+		if (taskstate_mapping_scan(m, i, &t, &w, &gen) || t != tid)
 			continue;
 		(*all)++;
 		if (taskstate_state(w) != TASKSTATE_DEAD)
@@ -862,7 +862,7 @@ TEST_F_TIMEOUT(review, failed_exec_from_thread_keeps_its_tid, 120)
 		ASSERT_EQ(0, taskstate_track(self->fd, p, true, NULL));
 	l.tid = old;
 	ASSERT_EQ(1, taskstate_locate(self->fd, &l, 1));
-	ASSERT_EQ(1, taskstate_mapping_entry(&m, l.index, &tid, &w, &gen));
+	ASSERT_EQ(0, taskstate_mapping_scan(&m, l.index, &tid, &w, &gen));
 	ASSERT_EQ((uint32_t)old, tid);
 
 	ASSERT_EQ(1, write(x.go_pipe[1], "x", 1));
@@ -873,7 +873,7 @@ TEST_F_TIMEOUT(review, failed_exec_from_thread_keeps_its_tid, 120)
 		       si.si_code, si.si_status);
 	/* Its final switch comes a moment after exit_notify(). */
 	for (i = 0; i < 5000; i++) {
-		if (taskstate_mapping_entry(&m, l.index, &tid, &w, &gen) &&
+		if (!taskstate_mapping_scan(&m, l.index, &tid, &w, &gen) &&
 		    taskstate_state(w) == TASKSTATE_DEAD)
 			break;
 		ts_sleep_ms(1);
@@ -942,7 +942,7 @@ TEST_F(review, mmap_is_enodev_without_whole_word_loads)
 	EXPECT_EQ(TASKSTATE_RUNNING, ts_state_of(self->fd, ts_gettid()));
 	ASSERT_EQ(0, write_str(MAP_ENODEV_PARAM, "0"));
 	/* The existing mapping was never affected. */
-	EXPECT_EQ(1, taskstate_mapping_read(&m, &l, &w));
+	EXPECT_EQ(0, taskstate_mapping_read(&m, &l, &w, NULL));
 	taskstate_mapping_close(&m);
 	EXPECT_EQ(0, taskstate_untrack(self->fd, getpid(), true, NULL));
 }
