@@ -11,7 +11,10 @@
 #  - the TASK_* mapping table with ts_state_from_linux() in
 #    module/states.h,
 #  - the kernel feature flags with module/features.kbuild (and every
-#    TS_HAVE_* the module tests is one that file defines).
+#    TS_HAVE_* the module tests is one that file defines);
+# and the state and total names have one source, the uapi header's
+# TASKSTATE_STATE_NAMES and TASKSTATE_TOTAL_NAMES (each name its
+# constant's suffix): no other source file spells a list of them.
 # Each check also runs once on a copy broken on purpose, and must fail
 # there.  Prints TAP; exits non-zero on any failure.  Needs no root.
 #
@@ -333,6 +336,66 @@ ok $rc "docs/design.md's feature flags are module/features.kbuild's: $(cut -d' '
 ! flags_agree "$design" "$tmp/features-bad" "$top/module" > "$tmp/out" &&
 	grep -q 'only in features.kbuild: TS_HAVE_NEW_THING' "$tmp/out"
 ok $? "negative control: a flag features.kbuild defines and the docs lack fails"
+
+# --- one source for the state and total names ------------------------------
+# "CONSTANT NAME" of the header's TASKSTATE_STATE_NAMES and
+# TASKSTATE_TOTAL_NAMES initializers.
+uapi_names() {	# taskstate.h
+	awk '/^#define TASKSTATE_(STATE|TOTAL)_NAMES[ \t]/ { on = 1 }
+	     on { print } on && /^}/ { on = 0 }' "$1" |
+		grep -oE '\[TASKSTATE_[A-Z_]+\] = "[^"]*"' |
+		sed -E 's/^\[TASKSTATE_([A-Z_]+)\] = "([^"]*)"$/\1 \2/'
+}
+
+names_agree() {	# taskstate.h
+	local c name rc=0
+	uapi_names "$1" > "$tmp/names"
+	[ "$(grep -vc '^TOTAL_' "$tmp/names")" = 8 ] &&
+		[ "$(grep -c '^TOTAL_' "$tmp/names")" = 5 ] ||
+		{ echo "not 8 state names and 5 total names"; rc=1; }
+	while read -r c name; do
+		[ "${c#TOTAL_}" = "$name" ] || { echo "TASKSTATE_$c is named \"$name\""; rc=1; }
+	done < "$tmp/names"
+	return $rc
+}
+
+# Source lines, outside comments, that spell two state or total names
+# (any case) or name a TASKSTATE_* constant's string: a second list.
+second_lists() {	# file...
+	local f
+	for f in "$@"; do
+		sed -E 's|//.*$||; s|/\*.*\*/||g; /^[[:space:]]*(\/?\*)/d' "$f" |
+			grep -inE -e '"(none|running|runnable|sleeping|blocked|stopped|traced|dead|other)"[^"]{0,40}"(none|running|runnable|sleeping|blocked|stopped|traced|dead|other)"' \
+				  -e '\[TASKSTATE_[A-Z_]+\][[:space:]]*=[[:space:]]*"' |
+			sed "s|^|${f#"$top"/}:|"
+	done
+}
+
+names_agree "$uapi" > "$tmp/out"
+rc=$?
+comment < "$tmp/out"
+ok $rc "the uapi header names each state and total as its constant: $(cut -d' ' -f2 "$tmp/names" | tr '\n' ' ')"
+
+sed 's/\[TASKSTATE_SLEEPING\] = "SLEEPING"/[TASKSTATE_SLEEPING] = "ASLEEP"/' "$uapi" > "$tmp/uapi-bad.h"
+! names_agree "$tmp/uapi-bad.h" > "$tmp/out" && grep -q 'TASKSTATE_SLEEPING is named "ASLEEP"' "$tmp/out"
+ok $? "negative control: a header whose SLEEPING is named ASLEEP fails"
+
+# (This script is left out: it holds the negative control's list.)
+mapfile -t srcs < <(find "$top" \( -name .git -o -name build \) -prune -o -type f \
+			 \( -name '*.[ch]' -o -name '*.py' -o -name '*.bt' -o -name '*.sh' \) \
+			 ! -path "$uapi" ! -path "$top/scripts/doc-test.sh" -print | sort)
+second_lists "${srcs[@]}" > "$tmp/out"
+rc=0
+[ ${#srcs[@]} -gt 50 ] || rc=1
+[ -s "$tmp/out" ] && { comment < "$tmp/out"; rc=1; }
+ok $rc "no source but the uapi header spells the state or total names (${#srcs[@]} files)"
+
+printf '%s\n' 'static const char *const n[] = {' '	"NONE", "RUNNING",' '};' \
+	'	[TASKSTATE_TOTAL_OTHER] = "other",' '/* "running", "runnable" in a comment */' \
+	'	printf("%s\n", "blocked");' > "$tmp/second.c"
+second_lists "$tmp/second.c" > "$tmp/out"
+[ "$(wc -l < "$tmp/out")" = 2 ] && grep -q ':2:' "$tmp/out" && grep -q ':4:' "$tmp/out"
+ok $? "negative control: a list of names and a TASKSTATE_* name are found, a comment and one name are not"
 
 echo "1..$n"
 echo "# doc-test: $((n - failed)) passed, $failed failed"

@@ -66,18 +66,18 @@
 #define TASKSTATE_NR_STATES	8
 
 /*
- * The states' names: the one list every surface spells them from
+ * The states' names, the one list every surface spells them from
  * (debugfs, libtaskstate's taskstate_state_name(), the taskstate command
- * in lower case, the documentation), in value order.  X is applied to the
- * suffix of each TASKSTATE_* value above.  TASKSTATE_STATE_NAMES
- * initializes a const char *[TASKSTATE_NR_STATES] with "NONE" ... "DEAD",
- * each at its value's index.
+ * in lower case, the documentation): an initializer of a
+ * const char *[TASKSTATE_NR_STATES], each name at its value's index and
+ * spelt as its constant's suffix.
  */
-#define TASKSTATE_STATE_LIST(X)						\
-	X(NONE) X(RUNNING) X(RUNNABLE) X(SLEEPING)			\
-	X(BLOCKED) X(STOPPED) X(TRACED) X(DEAD)
-#define __TASKSTATE_STATE_NAME(s)	[TASKSTATE_##s] = #s,
-#define TASKSTATE_STATE_NAMES	{ TASKSTATE_STATE_LIST(__TASKSTATE_STATE_NAME) }
+#define TASKSTATE_STATE_NAMES {						\
+	[TASKSTATE_NONE] = "NONE",		[TASKSTATE_RUNNING] = "RUNNING", \
+	[TASKSTATE_RUNNABLE] = "RUNNABLE",	[TASKSTATE_SLEEPING] = "SLEEPING", \
+	[TASKSTATE_BLOCKED] = "BLOCKED",	[TASKSTATE_STOPPED] = "STOPPED", \
+	[TASKSTATE_TRACED] = "TRACED",		[TASKSTATE_DEAD] = "DEAD",	\
+}
 
 static __inline__ __u64 taskstate_pack(unsigned int state, __u64 ns)
 {
@@ -161,11 +161,14 @@ static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
 #define TASKSTATE_TOTAL_BLOCKED		3
 #define TASKSTATE_TOTAL_OTHER		4	/* STOPPED, TRACED, DEAD */
 
-/* The totals' names, as the states' (TASKSTATE_TOTAL_* suffixes). */
-#define TASKSTATE_TOTAL_LIST(X)						\
-	X(RUNNING) X(RUNNABLE) X(SLEEPING) X(BLOCKED) X(OTHER)
-#define __TASKSTATE_TOTAL_NAME(s)	[TASKSTATE_TOTAL_##s] = #s,
-#define TASKSTATE_TOTAL_NAMES	{ TASKSTATE_TOTAL_LIST(__TASKSTATE_TOTAL_NAME) }
+/* The totals' names, as the states': the TASKSTATE_TOTAL_* suffixes. */
+#define TASKSTATE_TOTAL_NAMES {						\
+	[TASKSTATE_TOTAL_RUNNING] = "RUNNING",				\
+	[TASKSTATE_TOTAL_RUNNABLE] = "RUNNABLE",			\
+	[TASKSTATE_TOTAL_SLEEPING] = "SLEEPING",			\
+	[TASKSTATE_TOTAL_BLOCKED] = "BLOCKED",				\
+	[TASKSTATE_TOTAL_OTHER] = "OTHER",				\
+}
 
 /* Which total the time in @state goes to. */
 static __inline__ unsigned int taskstate_total_of(unsigned int state)
