@@ -109,9 +109,13 @@ int taskstate_untrack(int fd, unsigned int id, bool process, uint64_t *nr_thread
 	return track_ioctl(fd, TASKSTATE_IOC_UNTRACK, id, process, nr_threads);
 }
 
-/* SAMPLE in batches; with t, version 1 with the totals too. */
-int taskstate_sample(int fd, struct taskstate_entry *e,
-		     struct taskstate_totals *t, uint32_t n)
+/*
+ * The batch engine of SAMPLE and LOCATE: fn(fd, arg, done, chunk) does
+ * elements done .. done + chunk - 1 of n, at most TASKSTATE_BATCH_MAX at
+ * a time, and returns how many it found or -errno.
+ */
+static int in_batches(int fd, uint32_t n, void *arg,
+		      int (*fn)(int fd, void *arg, uint32_t done, uint32_t chunk))
 {
 	uint32_t done, chunk;
 	int ret, found = 0;
@@ -119,23 +123,44 @@ int taskstate_sample(int fd, struct taskstate_entry *e,
 	if (n > INT_MAX)
 		return -EINVAL;
 	for (done = 0; done < n; done += chunk) {
-		struct taskstate_sample s = {
-			.size = t ? TASKSTATE_SAMPLE_SIZE_VER1 :
-				    TASKSTATE_SAMPLE_SIZE_VER0,
-			.entries = (uintptr_t)(e + done),
-			.totals = t ? (uintptr_t)(t + done) : 0,
-		};
-
 		chunk = n - done;
 		if (chunk > TASKSTATE_BATCH_MAX)
 			chunk = TASKSTATE_BATCH_MAX;
-		s.count = chunk;
-		ret = ioctl(fd, TASKSTATE_IOC_SAMPLE, &s);
+		ret = fn(fd, arg, done, chunk);
 		if (ret < 0)
-			return -errno;
+			return ret;
 		found += ret;
 	}
 	return found;
+}
+
+struct sample_arg {
+	struct taskstate_entry *e;
+	struct taskstate_totals *t;
+};
+
+/* One SAMPLE; with totals, version 1. */
+static int sample_batch(int fd, void *arg, uint32_t done, uint32_t chunk)
+{
+	const struct sample_arg *a = arg;
+	struct taskstate_sample s = {
+		.size = a->t ? TASKSTATE_SAMPLE_SIZE_VER1 :
+			       TASKSTATE_SAMPLE_SIZE_VER0,
+		.count = chunk,
+		.entries = (uintptr_t)(a->e + done),
+		.totals = a->t ? (uintptr_t)(a->t + done) : 0,
+	};
+	int ret = ioctl(fd, TASKSTATE_IOC_SAMPLE, &s);
+
+	return ret < 0 ? -errno : ret;
+}
+
+int taskstate_sample(int fd, struct taskstate_entry *e,
+		     struct taskstate_totals *t, uint32_t n)
+{
+	struct sample_arg a = { .e = e, .t = t };
+
+	return in_batches(fd, n, &a, sample_batch);
 }
 
 /* LIST, growing the buffers; with tout, version 1 with the totals. */
@@ -240,29 +265,21 @@ void taskstate_mapping_close(struct taskstate_mapping *m)
 	memset(m, 0, sizeof(*m));
 }
 
+static int locate_batch(int fd, void *arg, uint32_t done, uint32_t chunk)
+{
+	struct taskstate_locate a = {
+		.size = sizeof(a),
+		.count = chunk,
+		.locations = (uintptr_t)((struct taskstate_location *)arg + done),
+	};
+	int ret = ioctl(fd, TASKSTATE_IOC_LOCATE, &a);
+
+	return ret < 0 ? -errno : ret;
+}
+
 int taskstate_locate(int fd, struct taskstate_location *l, uint32_t n)
 {
-	uint32_t done, chunk;
-	int ret, found = 0;
-
-	if (n > INT_MAX)
-		return -EINVAL;
-	for (done = 0; done < n; done += chunk) {
-		struct taskstate_locate a = {
-			.size = sizeof(a),
-			.locations = (uintptr_t)(l + done),
-		};
-
-		chunk = n - done;
-		if (chunk > TASKSTATE_BATCH_MAX)
-			chunk = TASKSTATE_BATCH_MAX;
-		a.count = chunk;
-		ret = ioctl(fd, TASKSTATE_IOC_LOCATE, &a);
-		if (ret < 0)
-			return -errno;
-		found += ret;
-	}
-	return found;
+	return in_batches(fd, n, l, locate_batch);
 }
 
 uint64_t taskstate_now_ns(void)

@@ -82,28 +82,28 @@ static void test_parse_num(void)
 		fclose(stream);						\
 	} while (0)
 
+/* What put(stream, in) printed is want. */
+#define CHECK_PUT(put, in, want)					\
+	do {								\
+		char *out_;						\
+									\
+		CAPTURE(out_, put(stream, in));				\
+		CHECK_STR(out_, want);					\
+		free(out_);						\
+	} while (0)
+
 static void test_json(void)
 {
-	char *out;
-
-	CAPTURE(out, json_put_string(stream, "plain name"));
-	CHECK_STR(out, "\"plain name\"");
-	free(out);
-
-	CAPTURE(out, json_put_string(stream, "a\"b\\c/\n\t\r\x01\x1f\x7f"));
-	CHECK_STR(out, "\"a\\\"b\\\\c/\\n\\t\\u000d\\u0001\\u001f\\u007f\"");
-	free(out);
+	CHECK_PUT(json_put_string, "plain name", "\"plain name\"");
+	CHECK_PUT(json_put_string, "a\"b\\c/\n\t\r\x01\x1f\x7f",
+		  "\"a\\\"b\\\\c/\\n\\t\\u000d\\u0001\\u001f\\u007f\"");
 
 	/* Valid UTF-8 passes; a cut, overlong or stray byte becomes U+FFFD. */
-	CAPTURE(out, json_put_string(stream, "\xc3\xa9t\xc3\xa9 \xe2\x82"));
-	CHECK_STR(out, "\"\xc3\xa9t\xc3\xa9 \\ufffd\\ufffd\"");
-	free(out);
-	CAPTURE(out, json_put_string(stream, "\xc0\xaf\x80\xed\xa0\x80x"));
-	CHECK_STR(out, "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffdx\"");
-	free(out);
-	CAPTURE(out, json_put_string(stream, "\xf0\x9f\x98\x80"));
-	CHECK_STR(out, "\"\xf0\x9f\x98\x80\"");
-	free(out);
+	CHECK_PUT(json_put_string, "\xc3\xa9t\xc3\xa9 \xe2\x82",
+		  "\"\xc3\xa9t\xc3\xa9 \\ufffd\\ufffd\"");
+	CHECK_PUT(json_put_string, "\xc0\xaf\x80\xed\xa0\x80x",
+		  "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffdx\"");
+	CHECK_PUT(json_put_string, "\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\"");
 }
 
 static const struct ts_row rows[] = {
@@ -208,22 +208,13 @@ static void test_sanitize(void)
 
 static void test_prom_label(void)
 {
-	char *out;
-
-	CAPTURE(out, prom_put_label(stream, "nginx: worker"));
-	CHECK_STR(out, "nginx: worker");
-	free(out);
+	CHECK_PUT(prom_put_label, "nginx: worker", "nginx: worker");
 	/* Escaped as the text format says. */
-	CAPTURE(out, prom_put_label(stream, "a\\b\"c\nd"));
-	CHECK_STR(out, "a\\\\b\\\"c\\nd");
-	free(out);
+	CHECK_PUT(prom_put_label, "a\\b\"c\nd", "a\\\\b\\\"c\\nd");
 	/* Not UTF-8 or a control: U+FFFD. */
-	CAPTURE(out, prom_put_label(stream, "x\xff\033[1m\xc2\x9b\xe2\x82"));
-	CHECK_STR(out, "x\xef\xbf\xbd\xef\xbf\xbd[1m\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
-	free(out);
-	CAPTURE(out, prom_put_label(stream, "caf\xc3\xa9"));
-	CHECK_STR(out, "caf\xc3\xa9");
-	free(out);
+	CHECK_PUT(prom_put_label, "x\xff\033[1m\xc2\x9b\xe2\x82",
+		  "x\xef\xbf\xbd\xef\xbf\xbd[1m\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	CHECK_PUT(prom_put_label, "caf\xc3\xa9", "caf\xc3\xa9");
 }
 
 static void test_print_json(void)
