@@ -304,14 +304,16 @@ void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,
 			taskstate_age_ns(word, now_ns);
 }
 
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
 /* The uapi header's lists, the names' one source, in value order. */
 static const char *const state_names[] = TASKSTATE_STATE_NAMES;
 static const char *const total_names[] = TASKSTATE_TOTAL_NAMES;
 
-_Static_assert(sizeof(state_names) / sizeof(state_names[0]) ==
-	       TASKSTATE_NR_STATES, "a name for every state");
-_Static_assert(sizeof(total_names) / sizeof(total_names[0]) ==
-	       TASKSTATE_MAP_NR_TOTALS, "a name for every total");
+_Static_assert(ARRAY_SIZE(state_names) == TASKSTATE_NR_STATES,
+	       "a name for every state");
+_Static_assert(ARRAY_SIZE(total_names) == TASKSTATE_MAP_NR_TOTALS,
+	       "a name for every total");
 
 const char *taskstate_total_name(unsigned int total)
 {
