@@ -14,7 +14,9 @@
 #    TS_HAVE_* the module tests is one that file defines);
 # and the state and total names have one source, the uapi header's
 # TASKSTATE_STATE_NAMES and TASKSTATE_TOTAL_NAMES (each name its
-# constant's suffix): no other source file spells a list of them.
+# constant's suffix): no other source file spells a list of them; the
+# errnos the header gives the device are those taskstate(4)'s ERRORS
+# lists, and each of the header's flags is in taskstate(4).
 # Each check also runs once on a copy broken on purpose, and must fail
 # there.  Prints TAP; exits non-zero on any failure.  Needs no root.
 #
@@ -396,6 +398,54 @@ printf '%s\n' 'static const char *const n[] = {' '	"NONE", "RUNNING",' '};' \
 second_lists "$tmp/second.c" > "$tmp/out"
 [ "$(wc -l < "$tmp/out")" = 2 ] && grep -q ':2:' "$tmp/out" && grep -q ':4:' "$tmp/out"
 ok $? "negative control: a list of names and a TASKSTATE_* name are found, a comment and one name are not"
+
+# --- errors and flags: the header, and taskstate(4) ---------------------------
+# The errno names of the header's comments, and of taskstate(4)'s ERRORS
+# tags (up to the paragraph on loading the module).
+uapi_errnos() {	# taskstate.h
+	grep -oE '\bE[A-Z0-9]{3,}\b' "$1" | sort -u
+}
+man_errnos() {	# taskstate.4
+	awk '/^\.SH ERRORS/ { on = 1; next } /^\.SH/ || /^\.PP/ { on = 0 }
+	     on && tag && /^\.B E[A-Z0-9]+$/ { print $2 } { tag = /^\.TP/ }' "$1" | sort -u
+}
+errnos_agree() {	# taskstate.h taskstate.4
+	uapi_errnos "$1" > "$tmp/uapi-errnos"
+	man_errnos "$2" > "$tmp/man-errnos"
+	[ "$(wc -l < "$tmp/uapi-errnos")" -ge 8 ] || { echo "too few errnos in the header"; return 1; }
+	diff "$tmp/uapi-errnos" "$tmp/man-errnos" > "$tmp/errnos-diff" && return 0
+	sed -n 's/^< /only in the header: /p; s/^> /only in taskstate(4): /p' "$tmp/errnos-diff"
+	return 1
+}
+# The header's flags (TASKSTATE_* defined as a bit) missing from the page.
+flags_missing() {	# taskstate.h taskstate.4
+	local flag
+	sed -nE 's/^#define (TASKSTATE_[A-Z0-9_]+)[[:space:]]+\(1U << [0-9]+\).*/\1/p' "$1" |
+		while read -r flag; do
+			grep -qF -- "$flag" "$2" || echo "$flag: not in taskstate(4)"
+		done
+}
+
+errnos_agree "$uapi" "$top/man/taskstate.4" > "$tmp/out"
+rc=$?
+comment < "$tmp/out"
+ok $rc "the errnos the uapi header gives are taskstate(4)'s ERRORS: $(tr '\n' ' ' < "$tmp/uapi-errnos")"
+
+sed 's/\[ENODEV\]/[ENXIO]/' "$uapi" > "$tmp/uapi-bad.h"
+! errnos_agree "$tmp/uapi-bad.h" "$top/man/taskstate.4" > "$tmp/out" &&
+	grep -q 'only in the header: ENXIO' "$tmp/out" && grep -q 'only in taskstate(4): ENODEV' "$tmp/out"
+ok $? "negative control: a header whose mmap() fails with ENXIO instead of ENODEV fails"
+
+flags_missing "$uapi" "$top/man/taskstate.4" > "$tmp/out"
+rc=0
+[ -s "$tmp/out" ] && { comment < "$tmp/out"; rc=1; }
+nflags=$(grep -cE '^#define TASKSTATE_[A-Z0-9_]+[[:space:]]+\(1U << ' "$uapi")
+[ "$nflags" -ge 2 ] || rc=1
+ok $rc "taskstate(4) names each of the uapi header's $nflags flags"
+
+{ cat "$uapi"; echo '#define TASKSTATE_TRACK_NEW	(1U << 1)'; } > "$tmp/uapi-bad.h"
+[ "$(flags_missing "$tmp/uapi-bad.h" "$top/man/taskstate.4")" = "TASKSTATE_TRACK_NEW: not in taskstate(4)" ]
+ok $? "negative control: a flag the header adds and taskstate(4) lacks fails"
 
 echo "1..$n"
 echo "# doc-test: $((n - failed)) passed, $failed failed"

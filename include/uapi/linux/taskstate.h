@@ -448,6 +448,8 @@ struct taskstate_locate {
  *    address range is unmapped there.  It may mmap the inherited fd.
  *  - The mapping keeps the module and its memory: rmmod is refused while
  *    any mapping exists, also after its fd was closed.
+ *  - Only where user space can load a 64-bit word whole (see the read
+ *    protocol below) [ENODEV]: not on a kernel with CONFIG_GENERIC_ATOMIC64.
  *
  * An entry belongs to one thread at a time.  Its generation (gen) is even
  * while the entry is free and odd while a thread owns it; the kernel bumps
