@@ -6,8 +6,8 @@
  * has a man page in section 3 (taskstate_open(3), ...).
  *
  * One return convention: every function that can fail returns a value
- * >= 0 on success and -errno on failure (errno itself is left alone);
- * none prints or exits.  The few that cannot fail return a name, a time
+ * >= 0 on success and -errno on failure (the result says it: errno is not
+ * part of the interface); none prints or exits.  The few that cannot fail return a name, a time
  * or nothing.
  *
  * Names.  <linux/taskstate.h> names the ABI's objects: a word's helpers
@@ -34,7 +34,7 @@
 /* The device path: $TASKSTATE_DEV if set and not empty, else TASKSTATE_DEV_PATH. */
 const char *taskstate_dev_path(void);
 
-/* Open taskstate_dev_path() read-only, close-on-exec; returns the fd. */
+/* Open taskstate_dev_path() read-only, close-on-exec: the fd, or -errno. */
 int taskstate_open(void);
 void taskstate_close(int fd);
 
