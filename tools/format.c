@@ -276,7 +276,7 @@ int parse_state_list(const char *s, unsigned int *mask)
 	return 0;
 }
 
-static bool id_in(uint32_t id, const uint32_t *ids, size_t n)
+bool id_in(uint32_t id, const uint32_t *ids, size_t n)
 {
 	size_t i;
 
