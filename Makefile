@@ -14,7 +14,8 @@
 #   make bench           benchmarks, writes bench/REPORT.md and
 #                        bench/REPORT-count.md
 #   make bench-count     the counted benchmark alone (bench/REPORT-count.md)
-#   make install         module (modules_install + depmod), header, library, CLI
+#   make install         module (modules_install + depmod), headers, library,
+#                        CLI, man pages
 #   make deps            install the Debian packages make check needs for
 #                        KERNELS (unset: all ten), HOST_TESTS and BENCH
 #   make deb             Debian packages (debian/) into build/deb/:
@@ -37,6 +38,9 @@ all: module tools
 
 module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+lib:
+	$(MAKE) -C lib
 
 tools:
 	$(MAKE) -C tools
@@ -61,12 +65,18 @@ bench-count: deps
 LIBDIR ?= $(PREFIX)/lib
 MANDIR ?= $(PREFIX)/share/man
 
-install: module tools
+# The library's pages: every man/man3/*.3, the .so links among them too.
+MAN3 := $(wildcard man/man3/*.3)
+
+install: module lib tools
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) modules_install
 	depmod $(if $(DESTDIR),-b $(DESTDIR)) $(KERNELRELEASE)
+	$(MAKE) -C lib install PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) DESTDIR=$(DESTDIR)
 	$(MAKE) -C tools install PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) DESTDIR=$(DESTDIR)
-	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man4
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man4
 	install -m 0644 man/taskstate.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 man/taskstate.4 $(DESTDIR)$(MANDIR)/man4/
 	$(if $(DESTDIR),,ldconfig)
 
@@ -85,6 +95,7 @@ uninstall:
 	      $(DESTDIR)$(PREFIX)/include/libtaskstate.h \
 	      $(DESTDIR)$(PREFIX)/include/linux/taskstate.h \
 	      $(DESTDIR)$(MANDIR)/man1/taskstate.1 \
+	      $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(MAN3))) \
 	      $(DESTDIR)$(MANDIR)/man4/taskstate.4
 	$(if $(DESTDIR),,ldconfig)
 
@@ -99,4 +110,4 @@ clean:
 	$(MAKE) -C tools clean
 	rm -rf build
 
-.PHONY: all module tools deps check demo bench bench-count install uninstall deb clean
+.PHONY: all module lib tools deps check demo bench bench-count install uninstall deb clean

@@ -138,13 +138,13 @@ static void one(const char *op)
 	}
 	case 's':	/* sample */
 		ent.tid = syscall(SYS_gettid);
-		if (taskstate_sample(dev, &ent, 1) != 1)
+		if (taskstate_sample(dev, &ent, NULL, 1) != 1)
 			die("taskstate_sample");
 		break;
 	case 'm': {	/* mapread */
 		uint64_t w;
 
-		if (taskstate_mapping_read(&map, &loc, &w) != 1)
+		if (taskstate_mapping_read(&map, &loc, &w, NULL))
 			die("taskstate_mapping_read");
 		break;
 	}

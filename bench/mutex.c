@@ -297,7 +297,7 @@ static int bench_stuck(FILE *csv, unsigned int n, unsigned int reps)
 			t_check = t;
 		t0 = mono_ns();
 		for (k = 0; k < iters; k++)
-			taskstate_sample(fd, e, n);
+			taskstate_sample(fd, e, NULL, n);
 		t = mono_ns() - t0;
 		if (t < t_sample)
 			t_sample = t;

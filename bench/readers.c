@@ -25,7 +25,7 @@
  *                    (TASKSTATE_IOC_LOCATE): the read protocol on the
  *                    mapping, no system call
  *   map_scan         every entry of the mapping read by the protocol
- *                    (taskstate_mapping_entry()), as a full-table reader does; n is
+ *                    (taskstate_mapping_scan()), as a full-table reader does; n is
  *                    the number of owned entries seen
  *   list             one TASKSTATE_IOC_LIST of every tracked thread into
  *                    a buffer allocated once; n is the number listed
@@ -190,7 +190,7 @@ static void run(struct test *t, unsigned long iters)
 		break;
 	case K_SAMPLE:
 		for (i = 0; i < iters; i++) {
-			r = taskstate_sample(dev, entries, t->n);
+			r = taskstate_sample(dev, entries, NULL, t->n);
 			if (r < 0) {
 				fprintf(stderr, "readers: taskstate_sample: %s\n",
 					strerror(-r));
@@ -220,7 +220,7 @@ static void run(struct test *t, unsigned long iters)
 		for (i = 0; i < iters; i++) {
 			uint64_t w;
 
-			if (!taskstate_mapping_read(&map, &loc, &w)) {
+			if (taskstate_mapping_read(&map, &loc, &w, NULL)) {
 				fprintf(stderr, "readers: mapped entry %u "
 					"changed hands\n", loc.index);
 				exit(1);
@@ -235,7 +235,7 @@ static void run(struct test *t, unsigned long iters)
 			uint64_t w;
 
 			for (e = 0; e < map.nr; e++)
-				owned += taskstate_mapping_entry(&map, e, &tid, &w, &gen);
+				owned += !taskstate_mapping_scan(&map, e, &tid, &w, &gen);
 			t->found = owned;
 		}
 		t->n = t->found;

@@ -145,7 +145,7 @@ static enum owner_state owner_state(const struct amutex *m, uint32_t tid)
 	if (!map.entries)
 		return OWNER_UNKNOWN;
 	i = __atomic_load_n(&m->owner_index, __ATOMIC_RELAXED);
-	if (i >= map.nr || !taskstate_mapping_entry(&map, i, &etid, &word, &gen) ||
+	if (taskstate_mapping_scan(&map, i, &etid, &word, &gen) ||
 	    etid != tid)
 		return OWNER_UNKNOWN;
 	switch (taskstate_state(word)) {

@@ -51,11 +51,12 @@ static void ts_seq_stop(struct seq_file *m, void *v)
 {
 }
 
-/* Indexed by a word's 3-bit state: every value has a name. */
-static const char *const ts_state_names[TASKSTATE_NR_STATES] = {
-	"NONE", "RUNNING", "RUNNABLE", "SLEEPING",
-	"BLOCKED", "STOPPED", "TRACED", "DEAD",
-};
+/*
+ * Indexed by a word's 3-bit state: every value has a name, the uapi
+ * header's (TASKSTATE_STATE_NAMES).
+ */
+static const char *const ts_state_names[TASKSTATE_NR_STATES] =
+	TASKSTATE_STATE_NAMES;
 
 static int ts_seq_show(struct seq_file *m, void *v)
 {

@@ -130,10 +130,10 @@ for v in $variants; do
 done
 log "building user space"
 make -s -C "$top/tools" O="$bin" all
-cc -O2 -g -Wall -Wextra -std=gnu11 -I"$top/include/uapi" -I"$top/tools" \
+cc -O2 -g -Wall -Wextra -std=gnu11 -I"$top/lib" -I"$top/include/uapi" \
 	-o "$bin/readers" "$top/bench/readers.c" "$bin/libtaskstate.a" -pthread
 make -s -C "$top/bench" ubench tbench O="$bin"
-cc -O2 -g -Wall -Wextra -std=gnu11 -I"$top/include/uapi" -I"$top/tools" \
+cc -O2 -g -Wall -Wextra -std=gnu11 -I"$top/lib" -I"$top/include/uapi" \
 	-I"$top/examples" -o "$bin/mutex" "$top/bench/mutex.c" \
 	"$top/examples/adaptive_mutex.c" "$bin/libtaskstate.a" -pthread
 cc -O2 -g -Wall -Wextra -std=gnu11 -o "$bin/spawn" "$top/bench/spawn.c" -pthread

@@ -147,7 +147,7 @@ check_i686_read() {
 		# shellcheck disable=SC2086
 		printf '%s\n' '#include <linux/taskstate.h>' \
 			'int rd(const struct taskstate_map_entry *e, __u32 g, __u64 *w)' \
-			'{ return taskstate_map_read(e, g, w); }' |
+			'{ return taskstate_map_entry_read(e, g, w); }' |
 			i686-linux-gnu-gcc $opt -I"$top/include/uapi" -x c -c -o "$o" - ||
 			{ fail "i686 mapped read ($opt): build"; return; }
 		if i686-linux-gnu-objdump -d "$o" | grep -qE 'cmpxchg8b|lock' ||
@@ -308,7 +308,7 @@ run_chroot_host_test() {	# dkms-test | install-test, flavour
 	rm -rf "${croot:?}$d"
 	mkdir -p "$croot$d"
 	(cd "$top" && cp -r Kbuild Makefile dkms.conf module include man scripts "$croot$d/" &&
-	 find tools -name build -prune -o -type f -exec cp --parents -t "$croot$d/" {} +)
+	 find lib tools -name build -prune -o -type f -exec cp --parents -t "$croot$d/" {} +)
 	# shellcheck disable=SC2016
 	unshare --mount --propagation private sh -c '
 		mount -t proc proc "$1/proc"
@@ -326,13 +326,15 @@ mkdir -p "$build"
 # Only what deb-test and ksft-test build in this run goes into the boots.
 rm -rf "$build/deb/vm" "$build/ksft-install"
 
-# The unit test of the library and the command's formatting (no module).
-echo "# === test_lib ==="
-make -s -C "$top/tools" O="$build/test_lib" check > "$build/test_lib.tap" 2>&1
-rc=$?
-cat "$build/test_lib.tap"
-count "$build/test_lib.tap"
-[ $rc = 0 ] || grep -q '^not ok ' "$build/test_lib.tap" || fail "test_lib (status $rc)"
+# The unit tests of the library and of the command's formatting (no module).
+for unit in lib:test_lib tools:test_format; do
+	echo "# === ${unit#*:} ==="
+	make -s -C "$top/${unit%:*}" O="$build/${unit#*:}" check > "$build/${unit#*:}.tap" 2>&1
+	rc=$?
+	cat "$build/${unit#*:}.tap"
+	count "$build/${unit#*:}.tap"
+	[ $rc = 0 ] || grep -q '^not ok ' "$build/${unit#*:}.tap" || fail "${unit#*:} (status $rc)"
+done
 
 # The index the probes look tasks up in (module/index.h), in user space,
 # with 64- and 32-bit pointers.

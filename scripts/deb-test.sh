@@ -174,6 +174,16 @@ rc=$?
 comment < "$tmp/man"
 ok $rc "man 1 taskstate and man 4 taskstate installed"
 
+# Every function of the library has its page in section 3 (libtaskstate-dev).
+rc=0 n3=0
+for f in "$top"/man/man3/*.3; do
+	p=${f##*/}
+	man -w 3 "${p%.3}" > /dev/null 2>&1 || { echo "# no man 3 ${p%.3}"; rc=1; }
+	n3=$((n3 + 1))
+done
+[ $n3 -gt 0 ] || rc=1
+ok $rc "man 3: the $n3 pages of the library's functions installed"
+
 # The systemd units: where Debian puts them, clean for systemd-analyze,
 # the timer enabled and the service left to it; the module's boot files
 # there and commented out (opt-in); the bash completion.
@@ -221,13 +231,19 @@ ok $? "modules-load.d and modprobe.d: opt-in, every line commented out"
 
 lib=$(readlink -f "/usr/lib/$ma/libtaskstate.so.0")
 soname=$(objdump -p "$lib" | awk '$1 == "SONAME" { print $2 }')
+# Exported: exactly the functions libtaskstate.map lists, each under the
+# version node of the release that added it.
+nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sort > "$tmp/exported"
+sed -n 's/^\t\t\(taskstate_[a-z_0-9]*\);$/\1@@LIBTASKSTATE_0.1/p' \
+	"$top/lib/libtaskstate.map" | sort > "$tmp/listed"
 bad=$(nm -D --defined-only "$lib" | awk '{ print $NF }' | sed 's/@.*//' |
       grep -v -e '^taskstate_' -e '^LIBTASKSTATE_')
-[ "$soname" = libtaskstate.so.0 ] && [ -z "$bad" ] &&
-	nm -D --defined-only "$lib" | grep -q ' T taskstate_sample@@LIBTASKSTATE_0$'
+[ "$soname" = libtaskstate.so.0 ] && [ -z "$bad" ] && [ -s "$tmp/listed" ] &&
+	cmp -s "$tmp/exported" "$tmp/listed"
 rc=$?
 [ -z "$bad" ] || echo "$bad" | comment
-ok $rc "library: soname $soname, exports only taskstate_* (version LIBTASKSTATE_0)"
+diff "$tmp/listed" "$tmp/exported" | comment
+ok $rc "library: soname $soname, exports the $(wc -l < "$tmp/listed") functions of libtaskstate.map (version LIBTASKSTATE_0.1)"
 
 # A program of a user, built with pkg-config alone.
 cat > "$tmp/user.c" <<'EOC'

@@ -17,7 +17,7 @@ bin=$top/build/bin64
 make -s -C "$top/tools" O="$bin" all
 # The workload alone, without the selftests' harness (linux-source):
 # `make demo` needs no more than setup.sh demo installs.
-${CC:-cc} -O2 -pthread -D_GNU_SOURCE -I"$top/include/uapi" -I"$top/tools" \
+${CC:-cc} -O2 -pthread -D_GNU_SOURCE -I"$top/lib" -I"$top/include/uapi" \
 	-o "$bin/ts_pingpong" "$top/selftests/taskstate/ts_pingpong.c" "$bin/libtaskstate.a"
 
 cat > "$out/demo.sh" <<GUEST

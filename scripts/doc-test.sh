@@ -11,7 +11,12 @@
 #  - the TASK_* mapping table with ts_state_from_linux() in
 #    module/states.h,
 #  - the kernel feature flags with module/features.kbuild (and every
-#    TS_HAVE_* the module tests is one that file defines).
+#    TS_HAVE_* the module tests is one that file defines);
+# and the state and total names have one source, the uapi header's
+# TASKSTATE_STATE_NAMES and TASKSTATE_TOTAL_NAMES (each name its
+# constant's suffix): no other source file spells a list of them; the
+# errnos the header gives the device are those taskstate(4)'s ERRORS
+# lists, and each of the header's flags is in taskstate(4).
 # Each check also runs once on a copy broken on purpose, and must fail
 # there.  Prints TAP; exits non-zero on any failure.  Needs no root.
 #
@@ -141,12 +146,13 @@ states_agree() {	# design.md taskstate.h
 	return 1
 }
 
-# The mapping of ts_state_from_linux(), one statement a line:
+# The mapping of ts_state_from_linux() (its definition, not its
+# kernel-doc), one statement a line:
 # "TASK_BIT... | STATE..." (the bits it tests, also those a comment names
 # for the final return, and the states it returns).
 code_mapping() {	# states.h
 	awk '
-	/ts_state_from_linux\(/ { inf = 1 }
+	/^static.*ts_state_from_linux\(/ { inf = 1 }
 	inf { body = body " " $0 }
 	inf && /^}/ { exit }
 	END {
@@ -333,5 +339,113 @@ ok $rc "docs/design.md's feature flags are module/features.kbuild's: $(cut -d' '
 ! flags_agree "$design" "$tmp/features-bad" "$top/module" > "$tmp/out" &&
 	grep -q 'only in features.kbuild: TS_HAVE_NEW_THING' "$tmp/out"
 ok $? "negative control: a flag features.kbuild defines and the docs lack fails"
+
+# --- one source for the state and total names ------------------------------
+# "CONSTANT NAME" of the header's TASKSTATE_STATE_NAMES and
+# TASKSTATE_TOTAL_NAMES initializers.
+uapi_names() {	# taskstate.h
+	awk '/^#define TASKSTATE_(STATE|TOTAL)_NAMES[ \t]/ { on = 1 }
+	     on { print } on && /^}/ { on = 0 }' "$1" |
+		grep -oE '\[TASKSTATE_[A-Z_]+\] = "[^"]*"' |
+		sed -E 's/^\[TASKSTATE_([A-Z_]+)\] = "([^"]*)"$/\1 \2/'
+}
+
+names_agree() {	# taskstate.h
+	local c name rc=0
+	uapi_names "$1" > "$tmp/names"
+	[ "$(grep -vc '^TOTAL_' "$tmp/names")" = 8 ] &&
+		[ "$(grep -c '^TOTAL_' "$tmp/names")" = 5 ] ||
+		{ echo "not 8 state names and 5 total names"; rc=1; }
+	while read -r c name; do
+		[ "${c#TOTAL_}" = "$name" ] || { echo "TASKSTATE_$c is named \"$name\""; rc=1; }
+	done < "$tmp/names"
+	return $rc
+}
+
+# Source lines, outside comments, that spell two state or total names
+# (any case) or name a TASKSTATE_* constant's string: a second list.
+second_lists() {	# file...
+	local f
+	for f in "$@"; do
+		sed -E 's|//.*$||; s|/\*.*\*/||g; /^[[:space:]]*(\/?\*)/d' "$f" |
+			grep -inE -e '"(none|running|runnable|sleeping|blocked|stopped|traced|dead|other)"[^"]{0,40}"(none|running|runnable|sleeping|blocked|stopped|traced|dead|other)"' \
+				  -e '\[TASKSTATE_[A-Z_]+\][[:space:]]*=[[:space:]]*"' |
+			sed "s|^|${f#"$top"/}:|"
+	done
+}
+
+names_agree "$uapi" > "$tmp/out"
+rc=$?
+comment < "$tmp/out"
+ok $rc "the uapi header names each state and total as its constant: $(cut -d' ' -f2 "$tmp/names" | tr '\n' ' ')"
+
+sed 's/\[TASKSTATE_SLEEPING\] = "SLEEPING"/[TASKSTATE_SLEEPING] = "ASLEEP"/' "$uapi" > "$tmp/uapi-bad.h"
+! names_agree "$tmp/uapi-bad.h" > "$tmp/out" && grep -q 'TASKSTATE_SLEEPING is named "ASLEEP"' "$tmp/out"
+ok $? "negative control: a header whose SLEEPING is named ASLEEP fails"
+
+# (This script is left out: it holds the negative control's list.)
+mapfile -t srcs < <(find "$top" \( -name .git -o -name build \) -prune -o -type f \
+			 \( -name '*.[ch]' -o -name '*.py' -o -name '*.bt' -o -name '*.sh' \) \
+			 ! -path "$uapi" ! -path "$top/scripts/doc-test.sh" -print | sort)
+second_lists "${srcs[@]}" > "$tmp/out"
+rc=0
+[ ${#srcs[@]} -gt 50 ] || rc=1
+[ -s "$tmp/out" ] && { comment < "$tmp/out"; rc=1; }
+ok $rc "no source but the uapi header spells the state or total names (${#srcs[@]} files)"
+
+printf '%s\n' 'static const char *const n[] = {' '	"NONE", "RUNNING",' '};' \
+	'	[TASKSTATE_TOTAL_OTHER] = "other",' '/* "running", "runnable" in a comment */' \
+	'	printf("%s\n", "blocked");' > "$tmp/second.c"
+second_lists "$tmp/second.c" > "$tmp/out"
+[ "$(wc -l < "$tmp/out")" = 2 ] && grep -q ':2:' "$tmp/out" && grep -q ':4:' "$tmp/out"
+ok $? "negative control: a list of names and a TASKSTATE_* name are found, a comment and one name are not"
+
+# --- errors and flags: the header, and taskstate(4) ---------------------------
+# The errno names of the header's comments, and of taskstate(4)'s ERRORS
+# tags (up to the paragraph on loading the module).
+uapi_errnos() {	# taskstate.h
+	grep -oE '\bE[A-Z0-9]{3,}\b' "$1" | sort -u
+}
+man_errnos() {	# taskstate.4
+	awk '/^\.SH ERRORS/ { on = 1; next } /^\.SH/ || /^\.PP/ { on = 0 }
+	     on && tag && /^\.B E[A-Z0-9]+$/ { print $2 } { tag = /^\.TP/ }' "$1" | sort -u
+}
+errnos_agree() {	# taskstate.h taskstate.4
+	uapi_errnos "$1" > "$tmp/uapi-errnos"
+	man_errnos "$2" > "$tmp/man-errnos"
+	[ "$(wc -l < "$tmp/uapi-errnos")" -ge 8 ] || { echo "too few errnos in the header"; return 1; }
+	diff "$tmp/uapi-errnos" "$tmp/man-errnos" > "$tmp/errnos-diff" && return 0
+	sed -n 's/^< /only in the header: /p; s/^> /only in taskstate(4): /p' "$tmp/errnos-diff"
+	return 1
+}
+# The header's flags (TASKSTATE_* defined as a bit) missing from the page.
+flags_missing() {	# taskstate.h taskstate.4
+	local flag
+	sed -nE 's/^#define (TASKSTATE_[A-Z0-9_]+)[[:space:]]+\(1U << [0-9]+\).*/\1/p' "$1" |
+		while read -r flag; do
+			grep -qF -- "$flag" "$2" || echo "$flag: not in taskstate(4)"
+		done
+}
+
+errnos_agree "$uapi" "$top/man/taskstate.4" > "$tmp/out"
+rc=$?
+comment < "$tmp/out"
+ok $rc "the errnos the uapi header gives are taskstate(4)'s ERRORS: $(tr '\n' ' ' < "$tmp/uapi-errnos")"
+
+sed 's/\[ENODEV\]/[ENXIO]/' "$uapi" > "$tmp/uapi-bad.h"
+! errnos_agree "$tmp/uapi-bad.h" "$top/man/taskstate.4" > "$tmp/out" &&
+	grep -q 'only in the header: ENXIO' "$tmp/out" && grep -q 'only in taskstate(4): ENODEV' "$tmp/out"
+ok $? "negative control: a header whose mmap() fails with ENXIO instead of ENODEV fails"
+
+flags_missing "$uapi" "$top/man/taskstate.4" > "$tmp/out"
+rc=0
+[ -s "$tmp/out" ] && { comment < "$tmp/out"; rc=1; }
+nflags=$(grep -cE '^#define TASKSTATE_[A-Z0-9_]+[[:space:]]+\(1U << ' "$uapi")
+[ "$nflags" -ge 2 ] || rc=1
+ok $rc "taskstate(4) names each of the uapi header's $nflags flags"
+
+{ cat "$uapi"; echo '#define TASKSTATE_TRACK_NEW	(1U << 1)'; } > "$tmp/uapi-bad.h"
+[ "$(flags_missing "$tmp/uapi-bad.h" "$top/man/taskstate.4")" = "TASKSTATE_TRACK_NEW: not in taskstate(4)" ]
+ok $? "negative control: a flag the header adds and taskstate(4) lacks fails"
 
 tap_done doc-test

@@ -39,9 +39,10 @@ trap 'rm -rf "$tmp"' EXIT
 stage() {	# directory
 	mkdir -p "$1"
 	(cd "$top" && cp Makefile Kbuild dkms.conf "$1/" &&
-	 find module include tools man -name build -prune -o -type f \
+	 find module include lib tools man -name build -prune -o -type f \
 	      \( -name '*.[ch]' -o -name Makefile -o -name '*.kbuild' \
 	         -o -name '*.map' -o -name '*.pc.in' -o -name 'taskstate.[14]' \
+	         -o -path 'man/man3/*.3' \
 	         -o -path 'tools/completion/*' \) \
 	      -exec cp --parents -t "$1/" {} +)
 }
@@ -49,14 +50,19 @@ stage() {	# directory
 # A user of the installed library: headers and archive from DESTDIR only.
 cat > "$tmp/user.c" <<'EOF'
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <libtaskstate.h>
 
 int main(void)
 {
 	__u64 w = taskstate_pack(TASKSTATE_BLOCKED, 42);
+	struct taskstate_entry e = { .tid = 1 };
 
-	return strcmp(taskstate_state_name(taskstate_state(w)), "BLOCKED") != 0;
+	/* No device here: the call fails with -errno, errno untouched. */
+	setenv("TASKSTATE_DEV", "/nonexistent", 1);
+	return strcmp(taskstate_state_name(taskstate_state(w)), "BLOCKED") != 0 ||
+	       taskstate_sample(taskstate_open(), &e, NULL, 1) != -EBADF;
 }
 EOF
 
@@ -74,6 +80,9 @@ for k in "${kvers[@]}"; do
 	       "$usr/include/libtaskstate.h" "$usr/include/linux/taskstate.h"
 	       "$usr/share/man/man1/taskstate.1" "$usr/share/man/man4/taskstate.4"
 	       "$usr/share/bash-completion/completions/taskstate")
+	for f in "$top"/man/man3/*.3; do
+		files+=("$usr/share/man/man3/${f##*/}")
+	done
 	args=(DESTDIR="$dest" PREFIX=/usr KERNELRELEASE="$k")
 	stage "$src"
 
@@ -100,7 +109,7 @@ for k in "${kvers[@]}"; do
 	done
 	[ -x "$usr/bin/taskstate" ] || rc=1
 	cmp -s "$usr/include/linux/taskstate.h" "$top/include/uapi/linux/taskstate.h" || rc=1
-	ok $rc "$k: bin/taskstate, lib/libtaskstate.{a,so,so.0}, libtaskstate.pc, the headers, the man pages"
+	ok $rc "$k: bin/taskstate, lib/libtaskstate.{a,so,so.0}, libtaskstate.pc, the headers, the man pages ($(ls "$top"/man/man3/*.3 | wc -l) in man3)"
 
 	cc -I"$usr/include" -o "$tmp/user" "$tmp/user.c" "$usr/lib/libtaskstate.a" \
 		> "$tmp/cc.log" 2>&1 && "$tmp/user"

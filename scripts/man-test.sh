@@ -1,9 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The man pages: taskstate(1) and taskstate(4) render with `man -l`
-# without a groff or man warning and have a NAME line that whatis can
-# read; and the options of `taskstate --help` and of `taskstate COMMAND
+# The man pages: taskstate(1), taskstate(4) and the library's pages in
+# man/man3 render with `man -l` without a groff or man warning and have a
+# NAME line that whatis can read; every function of the library (the
+# header's, libtaskstate.map's and the shared library's exports, which
+# must be the map's list) has a page of its name, and no page names a
+# function that does not exist (negative controls for both); and the
+# options of `taskstate --help` and of `taskstate COMMAND
 # --help` are exactly those taskstate(1) lists for the command (its
 # OPTIONS section for the command itself); README.md's command screen
 # names every command and only options they have; and the bash completion
@@ -23,6 +27,8 @@ trap 'rm -rf "$tmp"' EXIT
 make -s -C "$top/tools" O="$tmp" "$tmp/taskstate" > "$tmp/build.log" 2>&1 ||
 	{ comment < "$tmp/build.log"; bail "cannot build the command"; }
 cli=$tmp/taskstate
+make -s -C "$top/lib" O="$tmp/lib" > "$tmp/build-lib.log" 2>&1 ||
+	{ comment < "$tmp/build-lib.log"; bail "cannot build the library"; }
 
 for page in taskstate.1 taskstate.4; do
 	f=$top/man/$page
@@ -36,6 +42,113 @@ for page in taskstate.1 taskstate.4; do
 	[ $rc = 0 ] || comment < "$tmp/warn"
 	ok $rc "man -l man/$page renders without warnings ($(wc -l < "$tmp/$page.txt") lines; $(sed 's/^[^"]*//' "$tmp/whatis"))"
 done
+
+for f in "$top"/man/man3/*.3; do
+	grep -q '^\.so ' "$f" && continue
+	page=man3/${f##*/}
+	LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$f" \
+		> /dev/null 2> "$tmp/warn"
+	rc=$?
+	[ -s "$tmp/warn" ] && rc=1
+	lexgrog "$f" > "$tmp/whatis" 2>&1 || rc=1
+	[ $rc = 0 ] || comment < "$tmp/warn"
+	ok $rc "man -l man/$page renders without warnings ($(head -n1 "$tmp/whatis" | sed 's/^[^"]*//'))"
+done
+
+# --- the library's functions and their pages --------------------------------
+# The functions libtaskstate.h declares or defines (inline), one a line.
+header_funcs() {	# libtaskstate.h
+	sed -E 's|/\*.*\*/||g' "$1" | grep -E '^[a-z]' |
+		grep -oE '[ *]taskstate_[a-z0-9_]+\(' | tr -d ' *(' | sort -u
+}
+# The global names of a version script.
+map_funcs() {	# libtaskstate.map
+	sed -nE 's/^[[:space:]]+(taskstate_[a-z0-9_]+);$/\1/p' "$1" | sort -u
+}
+# The names a page's NAME section gives (".so" links followed).
+page_names() {	# page.3 dir
+	local f=$1
+	grep -q '^\.so ' "$f" && f=$2/$(sed -n 's|^\.so man3/||p' "$f")
+	awk '/^\.SH NAME/ { on = 1; next } /^\.SH/ { on = 0 } on' "$f" |
+		sed 's/ \\- .*//' | tr ',' '\n' | tr -d ' '
+}
+# Functions of FUNCS without a page DIR/NAME.3 that names them.
+missing_pages() {	# funcs-file dir
+	local fn
+	while read -r fn; do
+		if [ ! -f "$2/$fn.3" ]; then
+			echo "$fn: no page man3/$fn.3"
+		elif ! page_names "$2/$fn.3" "$2" | grep -qx -- "$fn"; then
+			echo "$fn: man3/$fn.3 does not name it"
+		fi
+	done < "$1"
+}
+# Names in the pages (their NAME sections, and every "taskstate_x(" or
+# ".BR taskstate_x (") that are not functions of KNOWN.
+unknown_names() {	# known-file dir page...
+	local known=$1 dir=$2 f name
+	shift 2
+	for f in "$@"; do
+		if grep -q '^\.so ' "$f"; then
+			[ -f "$dir/$(sed -n 's|^\.so man3/||p' "$f")" ] ||
+				echo "${f##*/}: .so to a missing page"
+			continue
+		fi
+		{ case $f in *.3) page_names "$f" "$dir" ;; esac
+		  grep -oE 'taskstate_[a-z0-9_]+ ?\(' "$f" | tr -d ' ('; } |
+			grep -v -x -e libtaskstate -e '' | sort -u |
+			while read -r name; do
+				grep -qx -- "$name" "$known" || echo "${f##*/}: $name: no such function"
+			done
+	done
+}
+
+header_funcs "$top/lib/libtaskstate.h" > "$tmp/hdr"
+map_funcs "$top/lib/libtaskstate.map" > "$tmp/map"
+objdump -T "$tmp/lib/libtaskstate.so.0" | awk '$4 == ".text" { print $(NF - 1), $NF }' |
+	sort -k2 > "$tmp/so-versioned"
+awk '{ print $2 }' "$tmp/so-versioned" > "$tmp/so"
+rc=0
+[ -s "$tmp/map" ] && cmp -s "$tmp/map" "$tmp/so" || { diff "$tmp/map" "$tmp/so" | comment; rc=1; }
+grep -v '^LIBTASKSTATE_0\.1 ' "$tmp/so-versioned" | comment
+grep -qv '^LIBTASKSTATE_0\.1 ' "$tmp/so-versioned" && rc=1
+# Every exported function is declared by the header.
+comm -23 "$tmp/map" "$tmp/hdr" | sed 's/$/: exported, not in libtaskstate.h/' | comment
+[ -z "$(comm -23 "$tmp/map" "$tmp/hdr")" ] || rc=1
+ok $rc "libtaskstate.so.0 exports the $(wc -l < "$tmp/map") functions of libtaskstate.map, all under LIBTASKSTATE_0.1, all declared in libtaskstate.h"
+
+sort -u "$tmp/hdr" "$tmp/map" "$tmp/so" > "$tmp/funcs"
+missing_pages "$tmp/funcs" "$top/man/man3" > "$tmp/out"
+rc=0
+[ -s "$tmp/out" ] && { comment < "$tmp/out"; rc=1; }
+ok $rc "man3: a page for each of the library's $(wc -l < "$tmp/funcs") functions, naming it"
+
+# What a page may name: the library's functions and the uapi header's
+# inline helpers (taskstate_state(), taskstate_map_entry_read(), ...).
+{ cat "$tmp/funcs"
+  grep -oE '^(static __inline__ [a-z_0-9 *]+ \**)?taskstate_[a-z0-9_]+\(' \
+	"$top/include/uapi/linux/taskstate.h" | grep -oE 'taskstate_[a-z0-9_]+'
+  sed -nE 's/^(taskstate_[a-z0-9_]+)\(.*/\1/p' "$top/include/uapi/linux/taskstate.h"
+} | sort -u > "$tmp/known"
+unknown_names "$tmp/known" "$top/man/man3" "$top"/man/man3/*.3 "$top/man/taskstate.4" > "$tmp/out"
+rc=0
+[ -s "$tmp/out" ] && { comment < "$tmp/out"; rc=1; }
+ok $rc "man3 and taskstate(4) name only functions that exist ($(ls "$top"/man/man3/*.3 | wc -l) pages)"
+
+# Negative controls: a function without its page, a page naming a
+# function that does not exist, a link to a missing page.
+cp -r "$top/man/man3" "$tmp/man3-bad"
+rm "$tmp/man3-bad/taskstate_untrack.3"
+sed -i 's/^taskstate_sample \\-/taskstate_sample, taskstate_sample_totals \\-/' "$tmp/man3-bad/taskstate_sample.3"
+echo '.so man3/taskstate_gone.3' > "$tmp/man3-bad/taskstate_gone_link.3"
+missing_pages "$tmp/funcs" "$tmp/man3-bad" > "$tmp/out"
+unknown_names "$tmp/known" "$tmp/man3-bad" "$tmp/man3-bad"/*.3 >> "$tmp/out"
+[ "$(wc -l < "$tmp/out")" = 3 ] && grep -q '^taskstate_untrack: no page' "$tmp/out" &&
+	grep -q 'taskstate_sample_totals: no such function' "$tmp/out" &&
+	grep -q 'taskstate_gone_link.3: .so to a missing page' "$tmp/out"
+rc=$?
+[ $rc = 0 ] || comment < "$tmp/out"
+ok $rc "negative control: a missing page, a page naming taskstate_sample_totals and a dangling link are reported, and only those"
 
 # The option names (-x, --long) of option lines: in a help text, lines
 # that start with blanks and a dash; in the rendered page, the tag lines

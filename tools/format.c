@@ -14,6 +14,7 @@
 
 #define STATE_WIDTH	8	/* "runnable", "sleeping" */
 #define TIME_MAX	32	/* a SINCE or AGE cell: ns, duration, wall */
+#define NAME_LEN	16	/* a state's or a total's name, with its NUL */
 
 #define NS_PER_US	1000ULL
 #define NS_PER_MS	1000000ULL
@@ -185,29 +186,40 @@ bad:
 	return -EINVAL;
 }
 
-static const char *const state_names[TASKSTATE_NR_STATES] = {
-	[TASKSTATE_NONE] = "none", [TASKSTATE_RUNNING] = "running",
-	[TASKSTATE_RUNNABLE] = "runnable", [TASKSTATE_SLEEPING] = "sleeping",
-	[TASKSTATE_BLOCKED] = "blocked", [TASKSTATE_STOPPED] = "stopped",
-	[TASKSTATE_TRACED] = "traced", [TASKSTATE_DEAD] = "dead",
-};
+/*
+ * The library's name (the uapi header's list) in lower case, made once
+ * into lower[i]; "?" stays "?".
+ */
+static const char *lower_name(char (*lower)[NAME_LEN], unsigned int i,
+			      const char *name)
+{
+	char *o = lower[i];
+	size_t k;
+
+	if (!o[0]) {
+		for (k = 0; name[k] && k < NAME_LEN - 1; k++)
+			o[k] = tolower((unsigned char)name[k]);
+		o[k] = '\0';
+	}
+	return o;
+}
 
 const char *ts_state_name(unsigned int state)
 {
-	return state < TASKSTATE_NR_STATES ? state_names[state] : "?";
+	static char lower[TASKSTATE_NR_STATES][NAME_LEN];
+
+	if (state >= TASKSTATE_NR_STATES)
+		return "?";
+	return lower_name(lower, state, taskstate_state_name(state));
 }
 
 const char *ts_total_name(unsigned int total)
 {
-	static const char *const names[TASKSTATE_MAP_NR_TOTALS] = {
-		[TASKSTATE_TOTAL_RUNNING] = "running",
-		[TASKSTATE_TOTAL_RUNNABLE] = "runnable",
-		[TASKSTATE_TOTAL_SLEEPING] = "sleeping",
-		[TASKSTATE_TOTAL_BLOCKED] = "blocked",
-		[TASKSTATE_TOTAL_OTHER] = "other",
-	};
+	static char lower[TASKSTATE_MAP_NR_TOTALS][NAME_LEN];
 
-	return total < TASKSTATE_MAP_NR_TOTALS ? names[total] : "?";
+	if (total >= TASKSTATE_MAP_NR_TOTALS)
+		return "?";
+	return lower_name(lower, total, taskstate_total_name(total));
 }
 
 /* A letter of ps's STAT column as a mask of states, 0 if none. */
@@ -264,7 +276,7 @@ int parse_state_list(const char *s, unsigned int *mask)
 	return 0;
 }
 
-static bool id_in(uint32_t id, const uint32_t *ids, size_t n)
+bool id_in(uint32_t id, const uint32_t *ids, size_t n)
 {
 	size_t i;
 

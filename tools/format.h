@@ -102,6 +102,9 @@ int format_duration(char *buf, size_t len, uint64_t ns);
  */
 int parse_id_list(const char *s, uint32_t **ids, size_t *n);
 
+/* Is id one of ids[0..n-1] (a parse_id_list() result)? */
+bool id_in(uint32_t id, const uint32_t *ids, size_t n);
+
 /*
  * The command's one spelling of the states, lowercase: "running",
  * "runnable", "sleeping", "blocked", "stopped", "traced", "dead", "none";

@@ -329,7 +329,7 @@ static int get_rows(int fd, const struct ts_filter *f, uint64_t stuck_ns,
 	int ret, total = 0;
 
 	for (k = 0; k < calls; k++) {
-		ret = taskstate_list(fd, f->npids ? f->pids[k] : 0, &part, &got);
+		ret = taskstate_list(fd, f->npids ? f->pids[k] : 0, &part, NULL, &got);
 		if (ret < 0) {
 			free(e);
 			return ret;
@@ -420,7 +420,7 @@ static int get_rows_mapped(struct taskstate_mapping *m, struct map_owner *owners
 	for (i = 0; i < m->nr; i++) {
 		struct map_owner *o = &owners[i];
 
-		if (!taskstate_mapping_entry(m, i, &tid, &word, &gen) || !tid)
+		if (taskstate_mapping_scan(m, i, &tid, &word, &gen) || !tid)
 			continue;
 		if (o->gen != gen || o->tid != tid) {
 			o->gen = gen;

@@ -82,16 +82,6 @@ static int cmp_tgid(const void *a, const void *b)
 	return cmp_tid(a, b);
 }
 
-static bool id_in(uint32_t id, const uint32_t *ids, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
 /*
  * Every tracked thread of the processes pids (all if none) that is one of
  * tids (any if none), with its totals up to now; without totals (the
@@ -107,11 +97,11 @@ static int top_read(int fd, const uint32_t *pids, size_t npids,
 	int ret;
 
 	r->totals = true;
-	ret = taskstate_list_totals(fd, npids == 1 ? pids[0] : 0, &e, &t, &n);
+	ret = taskstate_list(fd, npids == 1 ? pids[0] : 0, &e, &t, &n);
 	if (ret == -EOPNOTSUPP && !need_totals) {
 		r->totals = false;
 		t = NULL;
-		ret = taskstate_list(fd, npids == 1 ? pids[0] : 0, &e, &n);
+		ret = taskstate_list(fd, npids == 1 ? pids[0] : 0, &e, NULL, &n);
 	}
 	if (ret < 0)
 		return ret;
@@ -160,7 +150,7 @@ static bool process_totals(int fd, const struct top_row *rows, uint32_t n,
 	uint32_t i;
 	int k;
 
-	if (taskstate_process(fd, rows[0].tgid, p) == 1) {
+	if (taskstate_process(fd, rows[0].tgid, p) == 0) {
 		for (k = 0; k < NT; k++)
 			ns[k] = p->state_ns[k];
 		return true;
@@ -173,13 +163,17 @@ static bool process_totals(int fd, const struct top_row *rows, uint32_t n,
 }
 
 /*
- * Each thread's time in each state between @old and @cur: the difference
- * of its totals, or for a thread new since @old (or a tid reused: another
- * start_ns) its totals since its start, at most the interval.
+ * Each row's time in each state between @old and @cur, rows paired by tid
+ * and start_ns (a thread new since @old, a tid reused, a process whose
+ * record (re)started: all of its totals).  A thread's is the difference
+ * of its totals, at most the interval; a process's the growth of its
+ * totals, 0 for a state whose total fell (a process without a record,
+ * whose exited threads took their time).
  */
-static void top_diff(const struct top_read *old, struct top_read *cur)
+static void top_diff(const struct top_read *old, struct top_read *cur,
+		     bool process)
 {
-	uint64_t span = cur->now - old->now;
+	uint64_t span = cur->now - old->now, before;
 	uint32_t i;
 	int k;
 
@@ -191,9 +185,13 @@ static void top_diff(const struct top_read *old, struct top_read *cur)
 		if (o && o->start_ns != c->start_ns)
 			o = NULL;
 		for (k = 0; k < NT; k++) {
-			c->d[k] = o ? c->at[k] - o->at[k] : c->at[k];
-			if (c->d[k] > span)
+			before = o ? o->at[k] : 0;
+			if (process)
+				c->d[k] = c->at[k] > before ? c->at[k] - before : 0;
+			else if (c->at[k] - before > span)
 				c->d[k] = span;
+			else
+				c->d[k] = c->at[k] - before;
 		}
 	}
 }
@@ -227,32 +225,6 @@ static int fold_processes(int fd, struct top_read *r)
 	r->rows = p;
 	r->n = np;
 	return 0;
-}
-
-/*
- * Each process's time in each state between @old and @cur: the growth
- * of its totals, or all of them for a process whose record (re)started
- * since @old (another start_ns); 0 for a state whose total fell (a
- * process without a record, whose exited threads took their time).
- */
-static void process_diff(const struct top_read *old, struct top_read *cur)
-{
-	uint32_t i;
-	int k;
-
-	for (i = 0; i < cur->n; i++) {
-		struct top_row *c = &cur->rows[i];
-		const struct top_row *o;
-
-		o = bsearch(c, old->rows, old->n, sizeof(*c), cmp_tid);
-		if (o && o->start_ns != c->start_ns)
-			o = NULL;
-		for (k = 0; k < NT; k++) {
-			uint64_t before = o ? o->at[k] : 0;
-
-			c->d[k] = c->at[k] > before ? c->at[k] - before : 0;
-		}
-	}
 }
 
 static void put_json_frame(const struct top_read *r, uint64_t span,
@@ -363,10 +335,7 @@ int top_run(int fd, const struct top_opts *o)
 		if (ret)
 			break;
 		span = cur.now - old.now;
-		if (o->process)
-			process_diff(&old, &cur);
-		else
-			top_diff(&old, &cur);
+		top_diff(&old, &cur, o->process);
 		free(old.rows);
 		qsort(cur.rows, cur.n, sizeof(*cur.rows), cmp_key);
 		if (o->json)

@@ -446,7 +446,7 @@ TEST_F_TIMEOUT(attach, untrack_process_racing_clone, 120)
 		 * stay: a thread that exits in between is not shown (tid 0).
 		 */
 		ts_sleep_ms(5);
-		total = taskstate_list(self->fd, pid, &e, &n);
+		total = taskstate_list(self->fd, pid, &e, NULL, &n);
 		ASSERT_LE(0, total);
 		free(e);
 		if (total) {
@@ -605,7 +605,7 @@ TEST_F_TIMEOUT(attach, churn_occupancy, 300)
 
 		ts_sleep_ms(200);
 		ASSERT_EQ(0, taskstate_info(self->fd, &info));
-		live = taskstate_list(self->fd, 0, &e, &n);
+		live = taskstate_list(self->fd, 0, &e, NULL, &n);
 		ASSERT_LE(0, live);
 		free(e);
 		dead = info.nr_tracked > (uint64_t)live ?
@@ -755,7 +755,7 @@ TEST_F_TIMEOUT(attach, long_walks_with_full_table, 300)
 	for (i = 0; i < TASKSTATE_BATCH_MAX; i++)
 		e[i].tid = tids[i % n];
 	t0 = mono_ns();
-	found = taskstate_sample(self->fd, e, TASKSTATE_BATCH_MAX);
+	found = taskstate_sample(self->fd, e, NULL, TASKSTATE_BATCH_MAX);
 	sample_ns = mono_ns() - t0;
 	EXPECT_LE(TASKSTATE_BATCH_MAX / 2, found);
 
@@ -803,7 +803,7 @@ static int info_in_child_pidns(int fd)
 
 	if (taskstate_track(fd, getpid(), false, NULL))
 		return 2;
-	total = taskstate_list(fd, 0, &e, &n);
+	total = taskstate_list(fd, 0, &e, NULL, &n);
 	if (total < 0)
 		return 3;
 	free(e);

@@ -236,7 +236,7 @@ static int sample_totals(int fd, pid_t tid, uint64_t *word, uint64_t now,
 	struct taskstate_entry e = { .tid = (uint32_t)tid };
 	struct taskstate_totals t;
 
-	if (taskstate_sample_totals(fd, &e, &t, 1) != 1)
+	if (taskstate_sample(fd, &e, &t, 1) != 1)
 		return -1;
 	*word = e.word;
 	taskstate_totals_at(e.word, &t, now, ns);
@@ -251,7 +251,7 @@ static int mapped_totals(int fd, pid_t tid, uint64_t *word, uint64_t now,
 	struct taskstate_totals t;
 
 	if (taskstate_locate(fd, &l, 1) != 1 ||
-	    taskstate_mapping_read_totals(&ts_xmap, &l, word, &t) != 1)
+	    taskstate_mapping_read(&ts_xmap, &l, word, &t) != 0)
 		return -1;
 	taskstate_totals_at(*word, &t, now, ns);
 	return 0;

@@ -45,7 +45,7 @@ int main(void)
 	fflush(stdout);
 	while (!done)
 		sigsuspend(&old);
-	if (!taskstate_mapping_read(&m, &l, &w) ||
+	if (taskstate_mapping_read(&m, &l, &w, NULL) ||
 	    taskstate_state(w) != TASKSTATE_RUNNING) {
 		fprintf(stderr, "ts_maphold: own entry unreadable\n");
 		return 1;

@@ -132,7 +132,7 @@ TEST_F(map, locate_self_gives_an_odd_gen_and_our_tid)
 	e = &self->m.entries[l.index];
 	EXPECT_EQ((uint32_t)ts_gettid(), e->tid);
 	EXPECT_EQ(l.gen, e->gen);
-	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
+	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &l, &w, NULL));
 	EXPECT_EQ(TASKSTATE_RUNNING, taskstate_state(w));
 }
 
@@ -253,7 +253,7 @@ TEST_F(map, mapped_word_equals_sample_while_sleeping)
 	ASSERT_LT(0, tid);
 	ASSERT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 10000));
 	ASSERT_EQ(1, locate1(self->fd, tid, &l));
-	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
+	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &l, &w, NULL));
 	s = ts_sample_word(self->fd, tid);
 	EXPECT_EQ(s, w);
 	EXPECT_EQ((uint32_t)tid, self->m.entries[l.index].tid);
@@ -279,12 +279,12 @@ TEST_F(map, reuse_of_an_entry_is_noticed)
 
 	ASSERT_LT(0, tid);
 	ASSERT_EQ(1, locate1(self->fd, tid, &old));
-	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &old, &w));
+	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &old, &w, NULL));
 	tthread_stop(&t);
 	/* freed an RCU grace period after the join, released then */
-	for (i = 0; i < 5000 && taskstate_mapping_read(&self->m, &old, &w); i++)
+	for (i = 0; i < 5000 && !taskstate_mapping_read(&self->m, &old, &w, NULL); i++)
 		ts_sleep_ms(1);
-	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &old, &w))
+	ASSERT_EQ(-ESRCH, taskstate_mapping_read(&self->m, &old, &w, NULL))
 		TH_LOG("entry %u still reads gen %u", old.index, old.gen);
 	EXPECT_NE(old.gen, self->m.entries[old.index].gen);
 	/* a grace period more and the slot is free for the next thread */
@@ -298,8 +298,8 @@ TEST_F(map, reuse_of_an_entry_is_noticed)
 		reused = 1;
 		EXPECT_NE(old.gen, l.gen);
 		EXPECT_EQ(1, l.gen & 1);
-		EXPECT_EQ(0, taskstate_mapping_read(&self->m, &old, &w));
-		EXPECT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
+		EXPECT_EQ(-ESRCH, taskstate_mapping_read(&self->m, &old, &w, NULL));
+		EXPECT_EQ(0, taskstate_mapping_read(&self->m, &l, &w, NULL));
 		EXPECT_EQ((uint32_t)tid, self->m.entries[l.index].tid);
 	}
 	for (i = 0; i < n; i++)
@@ -318,9 +318,9 @@ TEST_F(map, untrack_changes_the_gen)
 
 	ASSERT_LT(0, tid);
 	ASSERT_EQ(1, locate1(self->fd, tid, &l));
-	ASSERT_EQ(1, taskstate_mapping_read(&self->m, &l, &w));
+	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &l, &w, NULL));
 	ASSERT_EQ(0, taskstate_untrack(self->fd, tid, false, NULL));
-	EXPECT_EQ(0, taskstate_mapping_read(&self->m, &l, &w));
+	EXPECT_EQ(-ESRCH, taskstate_mapping_read(&self->m, &l, &w, NULL));
 	EXPECT_EQ(0, self->m.entries[l.index].gen & 1);
 	EXPECT_EQ(0, self->m.entries[l.index].tid);
 	EXPECT_EQ(0, locate1(self->fd, tid, &l));
@@ -343,11 +343,11 @@ TEST_F(map, mapping_outlives_its_fd)
 	ASSERT_EQ(1, locate1(fd, tid, &l));
 	taskstate_close(fd);
 	ASSERT_NE(0, ts_wait_state(self->fd, tid, TASKSTATE_SLEEPING, 10000));
-	ASSERT_EQ(1, taskstate_mapping_read(&m, &l, &w1));
+	ASSERT_EQ(0, taskstate_mapping_read(&m, &l, &w1, NULL));
 	EXPECT_EQ(TASKSTATE_SLEEPING, taskstate_state(w1));
 	tthread_stop(&t);
 	/* the thread runs to its exit: the word moves, then the gen */
-	for (i = 0; i < 5000 && taskstate_mapping_read(&m, &l, &w2) && w2 == w1; i++)
+	for (i = 0; i < 5000 && !taskstate_mapping_read(&m, &l, &w2, NULL) && w2 == w1; i++)
 		ts_sleep_ms(1);
 	EXPECT_NE(w1, w2);
 	taskstate_mapping_close(&m);
@@ -494,7 +494,7 @@ static int child_maps_inherited_fd(void *arg)
 
 	CHILD_CHECK(taskstate_mapping_open(fd, &m) == 0);
 	CHILD_CHECK(locate1(fd, ts_gettid(), &l) == 1);
-	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w) == 1);
+	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w, NULL) == 0);
 	CHILD_CHECK(taskstate_state(w) == TASKSTATE_RUNNING);
 	return 0;
 }
@@ -525,9 +525,9 @@ static int child_reads_after_dontneed(void *arg)
 
 	CHILD_CHECK(taskstate_mapping_open(fd, &m) == 0);
 	CHILD_CHECK(locate1(fd, ts_gettid(), &l) == 1);
-	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w) == 1);
+	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w, NULL) == 0);
 	CHILD_CHECK(madvise((void *)m.entries, m.size, MADV_DONTNEED) == 0);
-	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w) == 1);
+	CHILD_CHECK(taskstate_mapping_read(&m, &l, &w, NULL) == 0);
 	CHILD_CHECK(taskstate_state(w) == TASKSTATE_RUNNING);
 	taskstate_mapping_close(&m);
 	return 0;
@@ -652,7 +652,7 @@ __attribute__((constructor)) static void exec_check(void)
 		_exit(12);	/* not the case this test is about */
 	if (locate1(fd, getpid(), &l) != 1 || l.index != index || l.gen != gen)
 		_exit(13);
-	if (!taskstate_mapping_read(&m, &l, &w)) {
+	if (taskstate_mapping_read(&m, &l, &w, NULL)) {
 		fprintf(stderr, "# entry %u changed gen at exec\n", index);
 		_exit(14);
 	}
@@ -755,7 +755,7 @@ static void count_tid(const struct taskstate_mapping *m, uint32_t tid,
 
 	*all = *live = 0;
 	for (i = 0; i < m->nr; i++) {
-		if (!taskstate_mapping_entry(m, i, &t, &w, &gen) || t != tid)
+		if (taskstate_mapping_scan(m, i, &t, &w, &gen) || t != tid)
 			continue;
 		(*all)++;
 		if (taskstate_state(w) != TASKSTATE_DEAD)
@@ -803,7 +803,7 @@ TEST_F_TIMEOUT(map, failed_exec_from_thread_keeps_its_tid, 120)
 		ASSERT_EQ(0, taskstate_track(self->fd, p, true, NULL));
 	l.tid = old;
 	ASSERT_EQ(1, taskstate_locate(self->fd, &l, 1));
-	ASSERT_EQ(1, taskstate_mapping_entry(&m, l.index, &tid, &w, &gen));
+	ASSERT_EQ(0, taskstate_mapping_scan(&m, l.index, &tid, &w, &gen));
 	ASSERT_EQ((uint32_t)old, tid);
 
 	ASSERT_EQ(1, write(x.go_pipe[1], "x", 1));
@@ -814,7 +814,7 @@ TEST_F_TIMEOUT(map, failed_exec_from_thread_keeps_its_tid, 120)
 		       si.si_code, si.si_status);
 	/* Its final switch comes a moment after exit_notify(). */
 	for (i = 0; i < 5000; i++) {
-		if (taskstate_mapping_entry(&m, l.index, &tid, &w, &gen) &&
+		if (!taskstate_mapping_scan(&m, l.index, &tid, &w, &gen) &&
 		    taskstate_state(w) == TASKSTATE_DEAD)
 			break;
 		ts_sleep_ms(1);
@@ -883,7 +883,7 @@ TEST_F(map, mmap_is_enodev_without_whole_word_loads)
 	EXPECT_EQ(TASKSTATE_RUNNING, ts_state_of(self->fd, ts_gettid()));
 	ASSERT_EQ(0, ts_write_str(MAP_ENODEV_PARAM, "0"));
 	/* The existing mapping was never affected. */
-	EXPECT_EQ(1, taskstate_mapping_read(&m, &l, &w));
+	EXPECT_EQ(0, taskstate_mapping_read(&m, &l, &w, NULL));
 	taskstate_mapping_close(&m);
 	EXPECT_EQ(0, taskstate_untrack(self->fd, getpid(), true, NULL));
 }

@@ -8,7 +8,7 @@
  *    so), an owner that exits holding the lock (EOWNERDEAD), the error
  *    returns, and the spin decision: spin while the owner runs, sleep at
  *    once while it sleeps.
- *  - taskstate_stuck_check() (tools/stuck.c): only the threads SLEEPING
+ *  - taskstate_stuck_check() (lib/stuck.c): only the threads SLEEPING
  *    longer than the threshold, and a thread that is gone.
  *
  * Runs as root in the initial pid namespace against a loaded module with

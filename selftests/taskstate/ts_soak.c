@@ -823,10 +823,9 @@ static void *proc_churn_main(void *arg)
 /* The debugfs table: a header, then rows with a known state name. */
 static void read_debugfs(unsigned long *reads, unsigned long *rows)
 {
-	static const char *const names[] = { "RUNNING", "RUNNABLE", "SLEEPING",
-		"BLOCKED", "STOPPED", "TRACED", "DEAD" };
 	char line[512], state[32];
-	unsigned int tid, tgid, i, n = 0;
+	unsigned int tid, tgid, n = 0;
+	int s;
 	FILE *f = fopen(DEBUGFS, "r");
 
 	if (!f) {
@@ -842,9 +841,10 @@ static void read_debugfs(unsigned long *reads, unsigned long *rows)
 			failf("debugfs row: %s", line);
 			break;
 		}
-		for (i = 0; i < 7 && strcmp(state, names[i]); i++)
-			;
-		if (i == 7 || !tid || !tgid) {
+		/* A state's name as the library spells it, never NONE's. */
+		s = taskstate_state_from_name(state);
+		if (s <= TASKSTATE_NONE || strcmp(state, taskstate_state_name(s)) ||
+		    !tid || !tgid) {
 			failf("debugfs row: %s", line);
 			break;
 		}

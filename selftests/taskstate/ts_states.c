@@ -473,7 +473,7 @@ TEST_F(ts, since_never_future_never_backwards)
 
 		for (j = 0; j < 4; j++)
 			e[j].tid = t[j].tid;
-		ASSERT_EQ(4, taskstate_sample(self->fd, e, 4));
+		ASSERT_EQ(4, taskstate_sample(self->fd, e, NULL, 4));
 		now = taskstate_now_ns();
 		for (k = 0; k < 4; k++) {
 			uint64_t since = taskstate_since_ns(e[k].word);
@@ -595,7 +595,7 @@ static uint32_t count_own_threads(int fd)
 	struct taskstate_entry *e;
 	uint32_t n = 0;
 
-	if (taskstate_list(fd, getpid(), &e, &n) < 0)
+	if (taskstate_list(fd, getpid(), &e, NULL, &n) < 0)
 		return UINT32_MAX;
 	free(e);
 	return n;
@@ -703,7 +703,7 @@ TEST_F(ts, pid_reuse_never_shows_old_word)
 	wb = ts_word_of(self->fd, b.tid);
 	EXPECT_LE(t0, taskstate_since_ns(wb));
 	EXPECT_NE(TASKSTATE_NONE, taskstate_state(wb));
-	ASSERT_LE(0, taskstate_list(self->fd, getpid(), &e, &n));
+	ASSERT_LE(0, taskstate_list(self->fd, getpid(), &e, NULL, &n));
 	for (i = 0; i < n; i++)
 		hits += e[i].tid == (uint32_t)b.tid;
 	free(e);
@@ -854,7 +854,7 @@ TEST_F(ts, io_uring_worker_threads_are_tracked)
 	/* The SQ poll thread is named iou-sqp-<pid>; 20 s on a loaded host. */
 	end = taskstate_now_ns() + 20000000000ULL;
 	do {
-		ASSERT_LE(0, taskstate_list(self->fd, getpid(), &e, &n));
+		ASSERT_LE(0, taskstate_list(self->fd, getpid(), &e, NULL, &n));
 		for (i = 0; i < n; i++)
 			tracked += taskstate_comm(e[i].tid, comm, sizeof(comm)) > 0 &&
 				   !strncmp(comm, "iou-sqp-", 8);

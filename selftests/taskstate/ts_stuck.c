@@ -187,7 +187,7 @@ TEST(stuck_threads_show_their_age)
 	for (i = 0; i < NR_T; i++)
 		e[i].tid = tid[i];
 	e[NR_T].tid = new_tid;
-	ASSERT_EQ(NR_T + 1, taskstate_sample(fd, e, NR_T + 1));
+	ASSERT_EQ(NR_T + 1, taskstate_sample(fd, e, NULL, NR_T + 1));
 	for (i = 0; i < NR_T; i++) {
 		uint64_t age = taskstate_age_ns(e[i].word, taskstate_now_ns());
 
@@ -381,7 +381,7 @@ TEST(woken_thread_shows_time_since_wakeup)
 		ASSERT_EQ(0, taskstate_track(fd, w.tid, false, NULL));
 	}
 	e.tid = w.tid;
-	ASSERT_EQ(1, taskstate_sample(fd, &e, 1));
+	ASSERT_EQ(1, taskstate_sample(fd, &e, NULL, 1));
 	now = taskstate_now_ns();
 	since = taskstate_since_ns(e.word);
 	EXPECT_EQ(0, __atomic_load_n(&w.ran, __ATOMIC_ACQUIRE));
@@ -402,7 +402,7 @@ TEST(woken_thread_shows_time_since_wakeup)
 	       proc_state(w.tid) != 'S')
 		ts_sleep_ms(1);
 	rd1 = run_delay(w.tid);
-	ret = taskstate_sample_totals(fd, &e, &tot, 1);
+	ret = taskstate_sample(fd, &e, &tot, 1);
 	if (ret == -EOPNOTSUPP) {
 		TH_LOG("no totals (totals=0): run_delay not compared");
 	} else {

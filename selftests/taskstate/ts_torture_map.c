@@ -6,7 +6,7 @@
  * disagree (the writer keeps high == ~low).  Prints "reads N torn M".
  *
  *   ts_torture_map atomic   the read of the uapi header's protocol
- *                           (taskstate_map_read(): __atomic_load_n()),
+ *                           (taskstate_map_entry_read(): __atomic_load_n()),
  *                           which must never tear, on 32-bit too
  *   ts_torture_map split    two 32-bit loads, the negative control: the
  *                           word changes between them and it tears
@@ -15,7 +15,7 @@
  * With taskstate_torture mode=3 (per-state totals), prints "reads N wrong
  * M retried R" (M: sets accepted whose totals are not the word's; R:
  * reads that met a change and were tried again):
- *   ts_torture_map totals   taskstate_map_read_totals(): word, totals,
+ *   ts_torture_map totals   taskstate_map_entry_read_totals(): word, totals,
  *                           word and the invariant; never wrong
  *   ts_torture_map wordonly the same loads, accepted on an unchanged word
  *                           alone, the negative control: wrong now and then
@@ -51,7 +51,7 @@ static bool torture_totals_ok(uint64_t w, const struct taskstate_totals *t)
 	return t->state_ns[TASKSTATE_TOTAL_OTHER] == 0;
 }
 
-/* Word, totals, word, as taskstate_map_read_totals() but no invariant. */
+/* Word, totals, word, as taskstate_map_entry_read_totals() but no invariant. */
 static int read_word_only(const struct taskstate_map_entry *e, __u64 *w,
 			  struct taskstate_totals *t)
 {
@@ -85,7 +85,7 @@ static void read_totals(const struct taskstate_map_entry *e, bool checked)
 
 	for (;;) {
 		if (checked)
-			ret = taskstate_map_read_totals(e, 1, &w, &t);
+			ret = taskstate_map_entry_read_totals(e, 1, &w, &t);
 		else
 			ret = read_word_only(e, &w, &t);
 		if (!ret)
@@ -159,7 +159,7 @@ int main(int argc, char **argv)
 		} else {
 			__u64 v;
 
-			if (!taskstate_map_read(e, 1, &v))
+			if (!taskstate_map_entry_read(e, 1, &v))
 				break;
 			w = v;
 		}

@@ -81,7 +81,7 @@ static int snap_of(int fd, pid_t tid, struct snap *s)
 	int ret;
 
 	memset(s, 0, sizeof(*s));
-	ret = taskstate_sample_totals(fd, &e, &s->t, 1);
+	ret = taskstate_sample(fd, &e, &s->t, 1);
 	if (ret != 1)
 		return ret < 0 ? ret : -ENOENT;
 	s->now = taskstate_now_ns();
@@ -420,7 +420,7 @@ TEST_F(totals, sample_and_mapping_agree)
 	l.tid = sp.tid;
 	ASSERT_EQ(1, taskstate_locate(self->fd, &l, 1));
 	ASSERT_EQ(0, snap_of(self->fd, sp.tid, &s));
-	ASSERT_EQ(1, taskstate_mapping_read_totals(&ts_xmap, &l, &w, &t));
+	ASSERT_EQ(0, taskstate_mapping_read(&ts_xmap, &l, &w, &t));
 	EXPECT_EQ(s.word, w);
 	EXPECT_EQ(0, memcmp(&s.t, &t, sizeof(t)));
 	EXPECT_TRUE(taskstate_totals_match(w, &t));
@@ -432,9 +432,9 @@ TEST_F(totals, sample_and_mapping_agree)
 	 * location is stale.  Totals still match their word all along.
 	 */
 	for (i = 0; i < 5000; i++) {
-		ret = taskstate_mapping_read_totals(&ts_xmap, &l, &w, &t);
-		ASSERT_LE(0, ret);
-		if (!ret || taskstate_state(w) == TASKSTATE_DEAD)
+		ret = taskstate_mapping_read(&ts_xmap, &l, &w, &t);
+		ASSERT_TRUE(ret == 0 || ret == -ESRCH);
+		if (ret || taskstate_state(w) == TASKSTATE_DEAD)
 			break;
 		EXPECT_TRUE(taskstate_totals_match(w, &t));
 		ts_sleep_ms(1);
@@ -449,7 +449,7 @@ TEST_F(totals, list_totals_match)
 	struct taskstate_entry *e = NULL;
 	uint32_t n, i;
 
-	ASSERT_LE(1, taskstate_list_totals(self->fd, 0, &e, &t, &n));
+	ASSERT_LE(1, taskstate_list(self->fd, 0, &e, &t, &n));
 	ASSERT_LE(1, n);
 	for (i = 0; i < n; i++)
 		EXPECT_TRUE(taskstate_totals_match(e[i].word, &t[i]))
@@ -483,18 +483,18 @@ TEST(totals_follow_info)
 		ASSERT_EQ(0, taskstate_track(fd, e.tid, false, NULL));
 	want = (info.map_flags & TASKSTATE_MAP_F_TOTALS) ? 1 : -EOPNOTSUPP;
 	TH_LOG("module loaded with totals=%d", want == 1);
-	EXPECT_EQ(want, taskstate_sample_totals(fd, &e, &t, 1));
-	ret = taskstate_list_totals(fd, 0, &el, &tl, &n);
+	EXPECT_EQ(want, taskstate_sample(fd, &e, &t, 1));
+	ret = taskstate_list(fd, 0, &el, &tl, &n);
 	EXPECT_EQ(want == 1, ret > 0);
 	if (want != 1)
 		EXPECT_EQ(-EOPNOTSUPP, ret);
 	if (!taskstate_mapping_open(fd, &m)) {
 		l.tid = e.tid;
 		ASSERT_EQ(1, taskstate_locate(fd, &l, 1));
-		EXPECT_EQ(want, taskstate_mapping_read_totals(&m, &l, &w, &t));
+		EXPECT_EQ(want == 1 ? 0 : want, taskstate_mapping_read(&m, &l, &w, &t));
 		taskstate_mapping_close(&m);
 	}
-	EXPECT_EQ(1, taskstate_sample(fd, &e, 1));
+	EXPECT_EQ(1, taskstate_sample(fd, &e, NULL, 1));
 	free(el);
 	free(tl);
 	taskstate_close(fd);

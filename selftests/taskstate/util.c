@@ -101,7 +101,7 @@ uint64_t ts_sample_word(int fd, pid_t tid)
 {
 	struct taskstate_entry e = { .tid = (uint32_t)tid };
 
-	return taskstate_sample(fd, &e, 1) == 1 ? e.word : 0;
+	return taskstate_sample(fd, &e, NULL, 1) == 1 ? e.word : 0;
 }
 
 /*
@@ -115,11 +115,11 @@ static uint64_t ts_xmap_word(int fd, pid_t tid)
 	static struct taskstate_location l = { .index = TASKSTATE_LOCATE_NONE };
 	uint64_t m;
 
-	if (l.tid == (uint32_t)tid && taskstate_mapping_read(&ts_xmap, &l, &m) &&
+	if (l.tid == (uint32_t)tid && !taskstate_mapping_read(&ts_xmap, &l, &m, NULL) &&
 	    taskstate_state(m) != TASKSTATE_DEAD)
 		return m;
 	l.tid = (uint32_t)tid;
-	if (taskstate_locate(fd, &l, 1) != 1 || !taskstate_mapping_read(&ts_xmap, &l, &m))
+	if (taskstate_locate(fd, &l, 1) != 1 || taskstate_mapping_read(&ts_xmap, &l, &m, NULL))
 		return 0;
 	return m;
 }

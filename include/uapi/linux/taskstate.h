@@ -65,6 +65,20 @@
 #define TASKSTATE_DEAD		7	/* exited, not yet freed */
 #define TASKSTATE_NR_STATES	8
 
+/*
+ * The states' names, the one list every surface spells them from
+ * (debugfs, libtaskstate's taskstate_state_name(), the taskstate command
+ * in lower case, the documentation): an initializer of a
+ * const char *[TASKSTATE_NR_STATES], each name at its value's index and
+ * spelt as its constant's suffix.
+ */
+#define TASKSTATE_STATE_NAMES {						\
+	[TASKSTATE_NONE] = "NONE",		[TASKSTATE_RUNNING] = "RUNNING", \
+	[TASKSTATE_RUNNABLE] = "RUNNABLE",	[TASKSTATE_SLEEPING] = "SLEEPING", \
+	[TASKSTATE_BLOCKED] = "BLOCKED",	[TASKSTATE_STOPPED] = "STOPPED", \
+	[TASKSTATE_TRACED] = "TRACED",		[TASKSTATE_DEAD] = "DEAD",	\
+}
+
 static __inline__ __u64 taskstate_pack(unsigned int state, __u64 ns)
 {
 	return ((__u64)(state & 7) << TASKSTATE_STATE_SHIFT) |
@@ -146,6 +160,15 @@ static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
 #define TASKSTATE_TOTAL_SLEEPING	2
 #define TASKSTATE_TOTAL_BLOCKED		3
 #define TASKSTATE_TOTAL_OTHER		4	/* STOPPED, TRACED, DEAD */
+
+/* The totals' names, as the states': the TASKSTATE_TOTAL_* suffixes. */
+#define TASKSTATE_TOTAL_NAMES {						\
+	[TASKSTATE_TOTAL_RUNNING] = "RUNNING",				\
+	[TASKSTATE_TOTAL_RUNNABLE] = "RUNNABLE",			\
+	[TASKSTATE_TOTAL_SLEEPING] = "SLEEPING",			\
+	[TASKSTATE_TOTAL_BLOCKED] = "BLOCKED",				\
+	[TASKSTATE_TOTAL_OTHER] = "OTHER",				\
+}
 
 /* Which total the time in @state goes to. */
 static __inline__ unsigned int taskstate_total_of(unsigned int state)
@@ -425,6 +448,8 @@ struct taskstate_locate {
  *    address range is unmapped there.  It may mmap the inherited fd.
  *  - The mapping keeps the module and its memory: rmmod is refused while
  *    any mapping exists, also after its fd was closed.
+ *  - Only where user space can load a 64-bit word whole (see the read
+ *    protocol below) [ENODEV]: not on a kernel with CONFIG_GENERIC_ATOMIC64.
  *
  * An entry belongs to one thread at a time.  Its generation (gen) is even
  * while the entry is free and odd while a thread owns it; the kernel bumps
@@ -514,13 +539,18 @@ struct taskstate_map_entry {
 
 #ifndef __KERNEL__
 /*
+ * The readers of the mapping's entries, named after the struct they read
+ * (libtaskstate's taskstate_mapping_read() is built on them).  They are
+ * the protocol's predicates, not library calls: 1 or 0 (and -1), not
+ * -errno.
+ *
  * One read of a located entry (index and gen from TASKSTATE_IOC_LOCATE)
  * by the protocol above.  Returns 1 and sets *word while the entry is
  * still that thread's, 0 once it is not (locate it again, or it is gone).
  */
 static __inline__ int
-taskstate_map_read(const struct taskstate_map_entry *e, __u32 gen,
-		   __u64 *word)
+taskstate_map_entry_read(const struct taskstate_map_entry *e, __u32 gen,
+			 __u64 *word)
 {
 	__u64 w;
 
@@ -543,8 +573,9 @@ taskstate_map_read(const struct taskstate_map_entry *e, __u32 gen,
  * read: read again.
  */
 static __inline__ int
-taskstate_map_read_totals(const struct taskstate_map_entry *e, __u32 gen,
-			  __u64 *word, struct taskstate_totals *t)
+taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
+				__u32 gen, __u64 *word,
+				struct taskstate_totals *t)
 {
 	__u64 w;
 	int i;

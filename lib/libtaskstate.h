@@ -1,14 +1,28 @@
 /* SPDX-License-Identifier: LGPL-2.1 OR GPL-2.0 */
 /*
- * libtaskstate: the ioctls of /dev/taskstate as plain C functions.
+ * libtaskstate: the ioctls and the mapping of /dev/taskstate as plain C
+ * functions.  Build with -I<tree>/lib -I<tree>/include/uapi, or
+ * `pkg-config --cflags --libs libtaskstate` once installed.  Each function
+ * has a man page in section 3 (taskstate_open(3), ...).
  *
- * Every function that can fail returns a non-negative value on success and
- * -errno on failure; none prints or exits.  Build with the uapi header on
- * the include path (<linux/taskstate.h>, i.e. -I<tree>/include/uapi).
+ * One return convention: every function that can fail returns a value
+ * >= 0 on success and -errno on failure (the result says it: errno is not
+ * part of the interface); none prints or exits.  The few that cannot fail return a name, a time
+ * or nothing.
+ *
+ * Names.  <linux/taskstate.h> names the ABI's objects: a word's helpers
+ * are taskstate_<part of the word>() (taskstate_state(), taskstate_age_ns()),
+ * a struct's helpers start with the struct's name
+ * (taskstate_map_entry_read() reads one struct taskstate_map_entry).  This
+ * library's functions are taskstate_<verb>() on the device's fd, and
+ * taskstate_mapping_<verb>() on a struct taskstate_mapping.  No public
+ * name is another with a word added, dropped or changed for the same
+ * meaning: one call per reader, with an optional totals pointer.
  */
 #ifndef LIBTASKSTATE_H
 #define LIBTASKSTATE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,7 +34,7 @@
 /* The device path: $TASKSTATE_DEV if set and not empty, else TASKSTATE_DEV_PATH. */
 const char *taskstate_dev_path(void);
 
-/* Open taskstate_dev_path() read-only, close-on-exec; returns the fd. */
+/* Open taskstate_dev_path() read-only, close-on-exec: the fd, or -errno. */
 int taskstate_open(void);
 void taskstate_close(int fd);
 
@@ -38,41 +52,34 @@ int taskstate_untrack(int fd, unsigned int id, bool process, uint64_t *nr_thread
 /*
  * Fill tgid and word of e[0..n-1] from their tid, in batches of at most
  * TASKSTATE_BATCH_MAX.  Unknown threads get tgid 0 and word 0 (NONE).
- * Returns how many were found; n must be at most INT_MAX.
+ * With t not NULL, t[0..n-1] also get the per-state totals that match
+ * each word (zero for a thread not found): "DOC: Per-state totals" in the
+ * uapi header.  Returns how many were found, or -errno: -EINVAL n above
+ * INT_MAX, -EOPNOTSUPP t given and the module keeps no totals (totals=0).
  */
-int taskstate_sample(int fd, struct taskstate_entry *e, uint32_t n);
-
-/*
- * The same, and t[0..n-1] the per-state totals that match each word
- * (zero for a thread not found): "DOC: Per-state totals" in the uapi
- * header.  -EOPNOTSUPP if the module keeps no totals (totals=0).
- */
-int taskstate_sample_totals(int fd, struct taskstate_entry *e,
-			    struct taskstate_totals *t, uint32_t n);
+int taskstate_sample(int fd, struct taskstate_entry *e,
+		     struct taskstate_totals *t, uint32_t n);
 
 /*
  * All tracked threads visible to the caller, or only process pid's when
  * pid is not 0.  *out is allocated here (never NULL on success) and freed
- * by the caller; *n gets its number of entries.  Returns the number of
- * matching threads the kernel reported last, which is larger than *n only
- * if more than TASKSTATE_LIST_MAX match or the set kept growing faster
- * than the bounded retries.
+ * by the caller; *n gets its number of entries.  With totals not NULL,
+ * *totals (allocated here too) gets the totals of each entry.  Returns
+ * the number of matching threads the kernel reported last, which is
+ * larger than *n only if more than TASKSTATE_LIST_MAX match or the set
+ * kept growing faster than the bounded retries; or -errno (-ENOMEM,
+ * -EOPNOTSUPP as taskstate_sample()), with *out, *totals and *n untouched.
  */
 int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
-		   uint32_t *n);
-
-/* The same, and *totals (allocated here too) the totals of each entry. */
-int taskstate_list_totals(int fd, unsigned int pid,
-			  struct taskstate_entry **out,
-			  struct taskstate_totals **totals, uint32_t *n);
+		   struct taskstate_totals **totals, uint32_t *n);
 
 /*
  * The per-state totals of process pid, those of its exited threads
  * included ("DOC: Process totals" in the uapi header): counters that go
- * down only when the process ends.  Returns 1 with *p filled, 0 if the
- * module keeps no totals for that process (its leader is not tracked:
- * *p's out fields are 0), or -errno: -ESRCH no such process,
- * -EOPNOTSUPP the module keeps no totals at all (totals=0).
+ * down only when the process ends.  Returns 0 with *p filled, or -errno:
+ * -ENODATA the module keeps no totals for that process (its leader is not
+ * tracked; *p's out fields are 0), -ESRCH no such process, -EOPNOTSUPP
+ * the module keeps no totals at all (totals=0).
  */
 int taskstate_process(int fd, unsigned int pid, struct taskstate_process *p);
 
@@ -104,54 +111,75 @@ void taskstate_mapping_close(struct taskstate_mapping *m);
 int taskstate_locate(int fd, struct taskstate_location *l, uint32_t n);
 
 /*
- * The word of the located thread l, without a system call.  Returns 1 and
- * sets *word while the entry is still that thread's; 0 once it is not
- * (the thread is gone or untracked, or l was not found): locate again.
+ * taskstate_mapping_read(): reads of the totals that may meet a change in
+ * progress before giving up.  A change takes nanoseconds; only a writer
+ * stopped between a first word and its start_ns (interrupts are off
+ * there, but a vCPU can be preempted by its host) could outlast them.
+ */
+#define TASKSTATE_MAPPING_READ_TRIES	100000
+
+/*
+ * The word of the located thread l, without a system call, and with t not
+ * NULL its per-state totals, consistent with the word.  Returns 0 with
+ * *word (and *t) set, or -errno: -ESRCH the entry is not l's thread any
+ * more (it is gone or untracked, or l was not found: locate again),
+ * -EOPNOTSUPP t given and the module keeps no totals (totals=0), -EAGAIN
+ * a change landed in every try (not seen).  Inline: a read with t NULL is
+ * a few loads.
  */
 static inline int taskstate_mapping_read(const struct taskstate_mapping *m,
-			      const struct taskstate_location *l,
-			      uint64_t *word)
+					 const struct taskstate_location *l,
+					 uint64_t *word,
+					 struct taskstate_totals *t)
 {
+	const struct taskstate_map_entry *e;
+	int i, ret;
 	__u64 w;
 
-	if (l->index >= m->nr ||
-	    !taskstate_map_read(&m->entries[l->index], l->gen, &w))
-		return 0;
+	if (t && !(m->flags & TASKSTATE_MAP_F_TOTALS))
+		return -EOPNOTSUPP;
+	if (l->index >= m->nr)
+		return -ESRCH;
+	e = &m->entries[l->index];
+	if (!t)
+		ret = taskstate_map_entry_read(e, l->gen, &w);
+	else
+		for (i = 0, ret = -1; ret < 0 && i < TASKSTATE_MAPPING_READ_TRIES; i++)
+			ret = taskstate_map_entry_read_totals(e, l->gen, &w, t);
+	if (ret < 0)
+		return -EAGAIN;
+	if (!ret)
+		return -ESRCH;
 	*word = w;
-	return 1;
+	return 0;
 }
 
 /*
- * Entry i as a scan sees it, by the same protocol: 1 with its tid and
- * word if a thread owns it (*gen its generation), 0 if free or changing.
+ * Entry i as a scan of the whole mapping sees it, by the same protocol:
+ * 0 with its tid and word if a thread owns it (*gen its generation),
+ * -ESRCH if it is free or changing, -EINVAL if i is not below m->nr.
  */
-static inline int taskstate_mapping_entry(const struct taskstate_mapping *m, uint32_t i,
-			       uint32_t *tid, uint64_t *word, uint32_t *gen)
+static inline int taskstate_mapping_scan(const struct taskstate_mapping *m,
+					 uint32_t i, uint32_t *tid,
+					 uint64_t *word, uint32_t *gen)
 {
-	const struct taskstate_map_entry *e = &m->entries[i];
-	uint32_t g = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
+	const struct taskstate_map_entry *e;
+	uint32_t g;
 
+	if (i >= m->nr)
+		return -EINVAL;
+	e = &m->entries[i];
+	g = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
 	if (!(g & 1))
-		return 0;
+		return -ESRCH;
 	*tid = __atomic_load_n(&e->tid, __ATOMIC_RELAXED);
 	*word = __atomic_load_n(&e->word, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != g)
-		return 0;
+		return -ESRCH;
 	*gen = g;
-	return 1;
+	return 0;
 }
-
-/*
- * The word and the per-state totals of the located thread l, without a
- * system call, consistent with each other.  Returns 1 with both set, 0
- * once the entry is not l's thread (as taskstate_mapping_read()),
- * -EOPNOTSUPP if the module keeps no totals (totals=0), -EAGAIN if a
- * change landed in every try (not seen).
- */
-int taskstate_mapping_read_totals(const struct taskstate_mapping *m,
-				  const struct taskstate_location *l,
-				  uint64_t *word, struct taskstate_totals *t);
 
 /*
  * The totals up to now_ns: t's, with the time in the current state
@@ -162,7 +190,11 @@ void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,
 			 uint64_t now_ns,
 			 uint64_t state_ns[TASKSTATE_MAP_NR_TOTALS]);
 
-/* "RUN", "WAIT", "SLEEP", "BLOCK", "OTHER" for TASKSTATE_TOTAL_*. */
+/*
+ * The name of a TASKSTATE_TOTAL_* value, from the uapi header's
+ * TASKSTATE_TOTAL_NAMES: "RUNNING", "RUNNABLE", "SLEEPING", "BLOCKED",
+ * "OTHER"; "?" for a value out of range.
+ */
 const char *taskstate_total_name(unsigned int total);
 
 /*
@@ -174,7 +206,10 @@ const char *taskstate_total_name(unsigned int total);
  */
 uint64_t taskstate_now_ns(void);
 
-/* "RUNNING", ...; "?" for a value out of range. */
+/*
+ * The name of a state, from the uapi header's TASKSTATE_STATE_NAMES:
+ * "NONE", "RUNNING", ..., "DEAD"; "?" for a value out of range.
+ */
 const char *taskstate_state_name(unsigned int state);
 
 /* The state named name, case-insensitive; -EINVAL if none is. */
@@ -197,7 +232,7 @@ void taskstate_decode(uint64_t word, uint64_t now_ns, struct taskstate_decoded *
 int taskstate_comm(unsigned int tid, char *buf, size_t len);
 
 /*
- * Stuck-worker detection (tools/stuck.c): which of n located threads
+ * Stuck-worker detection (lib/stuck.c): which of n located threads
  * (taskstate_locate()) have been in one of the states of state_mask
  * (bits 1 << TASKSTATE_*; 0 means TASKSTATE_STUCK_MASK, BLOCKED, as
  * the kernel's hung-task detector counts) for longer than threshold_ns.

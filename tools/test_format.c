@@ -1,103 +1,49 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Host-side unit test of libtaskstate and the command's formatting: needs
- * no module.  Prints TAP, one line per test function, each failed check
- * as a comment before it; exits 1 if a check failed.
+ * Host-side unit test of the command's parsing and formatting: needs no
+ * module (lib/test_lib.c tests the library).  TAP, by lib/test.h.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "format.h"
 #include "libtaskstate.h"
+#include "test.h"
 
-static int failures;
-
-#define CHECK(cond) check(cond, #cond, __LINE__)
-#define CHECK_STR(got, want) check_str(got, want, __LINE__)
-
-static void check(bool ok, const char *what, int line)
+/* name in lower case, as the command spells the library's names. */
+static bool is_lower_of(const char *lower, const char *name)
 {
-	if (!ok) {
-		printf("# test_lib.c:%d: failed: %s\n", line, what);
-		failures++;
-	}
-}
+	size_t i;
 
-static void check_str(const char *got, const char *want, int line)
-{
-	if (strcmp(got, want)) {
-		printf("# test_lib.c:%d: got '%s', want '%s'\n",
-		       line, got, want);
-		failures++;
-	}
-}
-
-static void test_decode(void)
-{
-	const uint64_t top = TASKSTATE_TIME_MASK;	/* 2^61 - 1 */
-	struct taskstate_decoded d;
-
-	taskstate_decode(taskstate_pack(TASKSTATE_BLOCKED, 1000), 5000, &d);
-	CHECK(d.state == TASKSTATE_BLOCKED);
-	CHECK(d.since_ns == 1000);
-	CHECK(d.age_ns == 4000);
-
-	taskstate_decode(0, 12345, &d);
-	CHECK(d.state == TASKSTATE_NONE && d.since_ns == 0);
-
-	taskstate_decode(taskstate_pack(TASKSTATE_DEAD, UINT64_MAX), top, &d);
-	CHECK(d.state == TASKSTATE_DEAD);
-	CHECK(d.since_ns == top);
-	CHECK(d.age_ns == 0);
-
-	/* Stamped 11 ns before the time field wraps, read 16 ns later. */
-	taskstate_decode(taskstate_pack(TASKSTATE_SLEEPING, top - 10), top + 6, &d);
-	CHECK(d.state == TASKSTATE_SLEEPING);
-	CHECK(d.since_ns == top - 10);
-	CHECK(d.age_ns == 16);
-	/* Same, with a clock past 2^62: only the low 61 bits count. */
-	taskstate_decode(taskstate_pack(TASKSTATE_SLEEPING, top - 10),
-		  (3ULL << 61) + 5, &d);
-	CHECK(d.age_ns == 16);
-
-	CHECK(taskstate_now_ns() > 0);
+	for (i = 0; name[i]; i++)
+		if (lower[i] != tolower((unsigned char)name[i]))
+			return false;
+	return !lower[i];
 }
 
 static void test_state_names(void)
 {
-	static const char *const lower[] = {
-		"none", "running", "runnable", "sleeping", "blocked",
-		"stopped", "traced", "dead",
-	};
 	unsigned int s;
 
 	/* The command's one spelling: lowercase, read back by the library. */
 	for (s = 0; s < TASKSTATE_NR_STATES; s++) {
-		CHECK_STR(ts_state_name(s), lower[s]);
+		CHECK(is_lower_of(ts_state_name(s), taskstate_state_name(s)));
 		CHECK(taskstate_state_from_name(ts_state_name(s)) == (int)s);
 	}
+	for (s = 0; s < TASKSTATE_MAP_NR_TOTALS; s++)
+		CHECK(is_lower_of(ts_total_name(s), taskstate_total_name(s)));
+	CHECK_STR(ts_state_name(TASKSTATE_RUNNING), "running");
+	CHECK_STR(ts_state_name(TASKSTATE_DEAD), "dead");
 	CHECK_STR(ts_state_name(TASKSTATE_NR_STATES), "?");
 	CHECK_STR(ts_total_name(TASKSTATE_TOTAL_RUNNABLE), "runnable");
 	CHECK_STR(ts_total_name(TASKSTATE_TOTAL_OTHER), "other");
 	CHECK_STR(ts_total_name(TASKSTATE_MAP_NR_TOTALS), "?");
-
-	for (s = 0; s < TASKSTATE_NR_STATES; s++)
-		CHECK(taskstate_state_from_name(taskstate_state_name(s)) == (int)s);
-	CHECK_STR(taskstate_state_name(TASKSTATE_RUNNABLE), "RUNNABLE");
-	CHECK_STR(taskstate_state_name(TASKSTATE_NR_STATES), "?");
-	CHECK(taskstate_state_from_name("running") == TASKSTATE_RUNNING);
-	CHECK(taskstate_state_from_name("Blocked") == TASKSTATE_BLOCKED);
-	CHECK(taskstate_state_from_name("none") == TASKSTATE_NONE);
-	CHECK(taskstate_state_from_name("") == -EINVAL);
-	CHECK(taskstate_state_from_name("?") == -EINVAL);
-	CHECK(taskstate_state_from_name("RUN") == -EINVAL);
-	CHECK(taskstate_state_from_name("RUNNING ") == -EINVAL);
 }
 
 static void test_parse_num(void)
@@ -136,28 +82,28 @@ static void test_parse_num(void)
 		fclose(stream);						\
 	} while (0)
 
+/* What put(stream, in) printed is want. */
+#define CHECK_PUT(put, in, want)					\
+	do {								\
+		char *out_;						\
+									\
+		CAPTURE(out_, put(stream, in));				\
+		CHECK_STR(out_, want);					\
+		free(out_);						\
+	} while (0)
+
 static void test_json(void)
 {
-	char *out;
-
-	CAPTURE(out, json_put_string(stream, "plain name"));
-	CHECK_STR(out, "\"plain name\"");
-	free(out);
-
-	CAPTURE(out, json_put_string(stream, "a\"b\\c/\n\t\r\x01\x1f\x7f"));
-	CHECK_STR(out, "\"a\\\"b\\\\c/\\n\\t\\u000d\\u0001\\u001f\\u007f\"");
-	free(out);
+	CHECK_PUT(json_put_string, "plain name", "\"plain name\"");
+	CHECK_PUT(json_put_string, "a\"b\\c/\n\t\r\x01\x1f\x7f",
+		  "\"a\\\"b\\\\c/\\n\\t\\u000d\\u0001\\u001f\\u007f\"");
 
 	/* Valid UTF-8 passes; a cut, overlong or stray byte becomes U+FFFD. */
-	CAPTURE(out, json_put_string(stream, "\xc3\xa9t\xc3\xa9 \xe2\x82"));
-	CHECK_STR(out, "\"\xc3\xa9t\xc3\xa9 \\ufffd\\ufffd\"");
-	free(out);
-	CAPTURE(out, json_put_string(stream, "\xc0\xaf\x80\xed\xa0\x80x"));
-	CHECK_STR(out, "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffdx\"");
-	free(out);
-	CAPTURE(out, json_put_string(stream, "\xf0\x9f\x98\x80"));
-	CHECK_STR(out, "\"\xf0\x9f\x98\x80\"");
-	free(out);
+	CHECK_PUT(json_put_string, "\xc3\xa9t\xc3\xa9 \xe2\x82",
+		  "\"\xc3\xa9t\xc3\xa9 \\ufffd\\ufffd\"");
+	CHECK_PUT(json_put_string, "\xc0\xaf\x80\xed\xa0\x80x",
+		  "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffdx\"");
+	CHECK_PUT(json_put_string, "\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\"");
 }
 
 static const struct ts_row rows[] = {
@@ -262,22 +208,13 @@ static void test_sanitize(void)
 
 static void test_prom_label(void)
 {
-	char *out;
-
-	CAPTURE(out, prom_put_label(stream, "nginx: worker"));
-	CHECK_STR(out, "nginx: worker");
-	free(out);
+	CHECK_PUT(prom_put_label, "nginx: worker", "nginx: worker");
 	/* Escaped as the text format says. */
-	CAPTURE(out, prom_put_label(stream, "a\\b\"c\nd"));
-	CHECK_STR(out, "a\\\\b\\\"c\\nd");
-	free(out);
+	CHECK_PUT(prom_put_label, "a\\b\"c\nd", "a\\\\b\\\"c\\nd");
 	/* Not UTF-8 or a control: U+FFFD. */
-	CAPTURE(out, prom_put_label(stream, "x\xff\033[1m\xc2\x9b\xe2\x82"));
-	CHECK_STR(out, "x\xef\xbf\xbd\xef\xbf\xbd[1m\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
-	free(out);
-	CAPTURE(out, prom_put_label(stream, "caf\xc3\xa9"));
-	CHECK_STR(out, "caf\xc3\xa9");
-	free(out);
+	CHECK_PUT(prom_put_label, "x\xff\033[1m\xc2\x9b\xe2\x82",
+		  "x\xef\xbf\xbd\xef\xbf\xbd[1m\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	CHECK_PUT(prom_put_label, "caf\xc3\xa9", "caf\xc3\xa9");
 }
 
 static void test_print_json(void)
@@ -492,53 +429,7 @@ static void test_sort(void)
 	CHECK(parse_sort_key("") == -EINVAL);
 }
 
-/* The calls that reach the kernel, against stand-ins for the device. */
-static void test_device_errors(void)
-{
-	struct taskstate_entry e = { .tid = 1 }, *list = NULL;
-	struct taskstate_process proc;
-	struct taskstate_info info;
-	uint32_t n = 99;
-	char comm[TS_COMM_MAX];
-	int fd;
-
-	setenv("TASKSTATE_DEV", "/nonexistent/taskstate", 1);
-	CHECK_STR(taskstate_dev_path(), "/nonexistent/taskstate");
-	CHECK(taskstate_open() == -ENOENT);
-
-	setenv("TASKSTATE_DEV", "", 1);
-	CHECK_STR(taskstate_dev_path(), TASKSTATE_DEV_PATH);
-
-	/* /dev/null opens but knows no ioctl. */
-	setenv("TASKSTATE_DEV", "/dev/null", 1);
-	fd = taskstate_open();
-	CHECK(fd >= 0);
-	CHECK(taskstate_info(fd, &info) == -ENOTTY);
-	CHECK(info.size == sizeof(info));
-	CHECK(taskstate_track(fd, 1, true, NULL) == -ENOTTY);
-	CHECK(taskstate_untrack(fd, 1, false, NULL) == -ENOTTY);
-	CHECK(taskstate_sample(fd, &e, 1) == -ENOTTY);
-	CHECK(taskstate_sample(fd, &e, 0) == 0);
-	CHECK(taskstate_sample(fd, &e, (uint32_t)INT32_MAX + 1) == -EINVAL);
-	CHECK(taskstate_list(fd, 0, &list, &n) == -ENOTTY);
-	CHECK(list == NULL && n == 99);
-	CHECK(taskstate_process(fd, 1, &proc) == -ENOTTY);
-	CHECK(proc.size == sizeof(proc) && proc.pid == 1 && !proc.valid);
-	taskstate_close(fd);
-	unsetenv("TASKSTATE_DEV");
-
-	CHECK(taskstate_comm(syscall(SYS_gettid), comm, sizeof(comm)) == 8);
-	CHECK_STR(comm, "test_lib");
-	CHECK(taskstate_comm(syscall(SYS_gettid), comm, 5) == 4);
-	CHECK_STR(comm, "test");
-	CHECK(taskstate_comm(0, comm, sizeof(comm)) == -ENOENT);
-}
-
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} tests[] = {
-	{ "decode", test_decode },
+static const struct unit_test tests[] = {
 	{ "state_names", test_state_names },
 	{ "parse_num", test_parse_num },
 	{ "json", test_json },
@@ -549,21 +440,9 @@ static const struct {
 	{ "sort", test_sort },
 	{ "sanitize", test_sanitize },
 	{ "prom_label", test_prom_label },
-	{ "device_errors", test_device_errors },
 };
 
 int main(void)
 {
-	int i, n = ARRAY_SIZE(tests), failed = 0, before;
-
-	printf("TAP version 13\n1..%d\n", n);
-	for (i = 0; i < n; i++) {
-		before = failures;
-		tests[i].fn();
-		failed += failures != before;
-		printf("%sok %d test_lib %s\n", failures != before ? "not " : "",
-		       i + 1, tests[i].name);
-	}
-	printf("# test_lib: %d passed, %d failed\n", n - failed, failed);
-	return failed ? 1 : 0;
+	return run_tests("test_format", tests, ARRAY_SIZE(tests));
 }

@@ -33,7 +33,7 @@ int taskstate_stuck_check(const struct taskstate_mapping *m,
 	 */
 	now = taskstate_now_ns();
 	for (i = 0; i < n; i++) {
-		if (!taskstate_mapping_read(m, &l[i], &word)) {
+		if (taskstate_mapping_read(m, &l[i], &word, NULL)) {
 			gone++;
 			continue;
 		}

@@ -41,14 +41,6 @@ _Static_assert(sizeof(struct taskstate_process) == TASKSTATE_PROCESS_SIZE_VER0,
 #define LIST_FIRST_COUNT	256
 #define LIST_TRIES		4
 
-/*
- * taskstate_mapping_read_totals(): reads that may meet a change in
- * progress before giving up.  A change takes nanoseconds; only a writer
- * stopped between a first word and its start_ns (interrupts are off
- * there, but a vCPU can be preempted by its host) could outlast them.
- */
-#define MAP_READ_TRIES		100000
-
 const char *taskstate_dev_path(void)
 {
 	const char *path = getenv("TASKSTATE_DEV");
@@ -117,9 +109,13 @@ int taskstate_untrack(int fd, unsigned int id, bool process, uint64_t *nr_thread
 	return track_ioctl(fd, TASKSTATE_IOC_UNTRACK, id, process, nr_threads);
 }
 
-/* SAMPLE in batches; with @t, version 1 with the totals too. */
-static int sample(int fd, struct taskstate_entry *e,
-		  struct taskstate_totals *t, uint32_t n)
+/*
+ * The batch engine of SAMPLE and LOCATE: fn(fd, arg, done, chunk) does
+ * elements done .. done + chunk - 1 of n, at most TASKSTATE_BATCH_MAX at
+ * a time, and returns how many it found or -errno.
+ */
+static int in_batches(int fd, uint32_t n, void *arg,
+		      int (*fn)(int fd, void *arg, uint32_t done, uint32_t chunk))
 {
 	uint32_t done, chunk;
 	int ret, found = 0;
@@ -127,39 +123,49 @@ static int sample(int fd, struct taskstate_entry *e,
 	if (n > INT_MAX)
 		return -EINVAL;
 	for (done = 0; done < n; done += chunk) {
-		struct taskstate_sample s = {
-			.size = t ? TASKSTATE_SAMPLE_SIZE_VER1 :
-				    TASKSTATE_SAMPLE_SIZE_VER0,
-			.entries = (uintptr_t)(e + done),
-			.totals = t ? (uintptr_t)(t + done) : 0,
-		};
-
 		chunk = n - done;
 		if (chunk > TASKSTATE_BATCH_MAX)
 			chunk = TASKSTATE_BATCH_MAX;
-		s.count = chunk;
-		ret = ioctl(fd, TASKSTATE_IOC_SAMPLE, &s);
+		ret = fn(fd, arg, done, chunk);
 		if (ret < 0)
-			return -errno;
+			return ret;
 		found += ret;
 	}
 	return found;
 }
 
-int taskstate_sample(int fd, struct taskstate_entry *e, uint32_t n)
+struct sample_arg {
+	struct taskstate_entry *e;
+	struct taskstate_totals *t;
+};
+
+/* One SAMPLE; with totals, version 1. */
+static int sample_batch(int fd, void *arg, uint32_t done, uint32_t chunk)
 {
-	return sample(fd, e, NULL, n);
+	const struct sample_arg *a = arg;
+	struct taskstate_sample s = {
+		.size = a->t ? TASKSTATE_SAMPLE_SIZE_VER1 :
+			       TASKSTATE_SAMPLE_SIZE_VER0,
+		.count = chunk,
+		.entries = (uintptr_t)(a->e + done),
+		.totals = a->t ? (uintptr_t)(a->t + done) : 0,
+	};
+	int ret = ioctl(fd, TASKSTATE_IOC_SAMPLE, &s);
+
+	return ret < 0 ? -errno : ret;
 }
 
-int taskstate_sample_totals(int fd, struct taskstate_entry *e,
-			    struct taskstate_totals *t, uint32_t n)
+int taskstate_sample(int fd, struct taskstate_entry *e,
+		     struct taskstate_totals *t, uint32_t n)
 {
-	return sample(fd, e, t, n);
+	struct sample_arg a = { .e = e, .t = t };
+
+	return in_batches(fd, n, &a, sample_batch);
 }
 
-/* LIST, growing the buffers; with @tout, version 1 with the totals. */
-static int list(int fd, unsigned int pid, struct taskstate_entry **out,
-		struct taskstate_totals **tout, uint32_t *n)
+/* LIST, growing the buffers; with tout, version 1 with the totals. */
+int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
+		   struct taskstate_totals **tout, uint32_t *n)
 {
 	struct taskstate_totals *tbuf = NULL;
 	struct taskstate_entry *buf = NULL;
@@ -214,19 +220,6 @@ static int list(int fd, unsigned int pid, struct taskstate_entry **out,
 	return err;
 }
 
-int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
-		   uint32_t *n)
-{
-	return list(fd, pid, out, NULL, n);
-}
-
-int taskstate_list_totals(int fd, unsigned int pid,
-			  struct taskstate_entry **out,
-			  struct taskstate_totals **totals, uint32_t *n)
-{
-	return list(fd, pid, out, totals, n);
-}
-
 int taskstate_process(int fd, unsigned int pid, struct taskstate_process *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -234,7 +227,7 @@ int taskstate_process(int fd, unsigned int pid, struct taskstate_process *p)
 	p->pid = pid;
 	if (ioctl(fd, TASKSTATE_IOC_PROCESS, p) < 0)
 		return -errno;
-	return p->valid ? 1 : 0;
+	return p->valid ? 0 : -ENODATA;
 }
 
 int taskstate_mapping_open(int fd, struct taskstate_mapping *m)
@@ -272,29 +265,21 @@ void taskstate_mapping_close(struct taskstate_mapping *m)
 	memset(m, 0, sizeof(*m));
 }
 
+static int locate_batch(int fd, void *arg, uint32_t done, uint32_t chunk)
+{
+	struct taskstate_locate a = {
+		.size = sizeof(a),
+		.count = chunk,
+		.locations = (uintptr_t)((struct taskstate_location *)arg + done),
+	};
+	int ret = ioctl(fd, TASKSTATE_IOC_LOCATE, &a);
+
+	return ret < 0 ? -errno : ret;
+}
+
 int taskstate_locate(int fd, struct taskstate_location *l, uint32_t n)
 {
-	uint32_t done, chunk;
-	int ret, found = 0;
-
-	if (n > INT_MAX)
-		return -EINVAL;
-	for (done = 0; done < n; done += chunk) {
-		struct taskstate_locate a = {
-			.size = sizeof(a),
-			.locations = (uintptr_t)(l + done),
-		};
-
-		chunk = n - done;
-		if (chunk > TASKSTATE_BATCH_MAX)
-			chunk = TASKSTATE_BATCH_MAX;
-		a.count = chunk;
-		ret = ioctl(fd, TASKSTATE_IOC_LOCATE, &a);
-		if (ret < 0)
-			return -errno;
-		found += ret;
-	}
-	return found;
+	return in_batches(fd, n, l, locate_batch);
 }
 
 uint64_t taskstate_now_ns(void)
@@ -304,30 +289,6 @@ uint64_t taskstate_now_ns(void)
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec -
 	       (uint64_t)__atomic_load_n(&boot_offset_ns, __ATOMIC_RELAXED);
-}
-
-int taskstate_mapping_read_totals(const struct taskstate_mapping *m,
-				  const struct taskstate_location *l,
-				  uint64_t *word, struct taskstate_totals *t)
-{
-	int i, ret;
-	__u64 w;
-
-	if (!(m->flags & TASKSTATE_MAP_F_TOTALS))
-		return -EOPNOTSUPP;
-	if (l->index >= m->nr)
-		return 0;
-	for (i = 0; i < MAP_READ_TRIES; i++) {
-		ret = taskstate_map_read_totals(&m->entries[l->index], l->gen,
-						&w, t);
-		if (ret >= 0)
-			break;
-	}
-	if (ret < 0)
-		return -EAGAIN;
-	if (ret)
-		*word = w;
-	return ret;
 }
 
 void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,
@@ -343,23 +304,27 @@ void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,
 			taskstate_age_ns(word, now_ns);
 }
 
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* The uapi header's lists, the names' one source, in value order. */
+static const char *const state_names[] = TASKSTATE_STATE_NAMES;
+static const char *const total_names[] = TASKSTATE_TOTAL_NAMES;
+
+_Static_assert(ARRAY_SIZE(state_names) == TASKSTATE_NR_STATES,
+	       "a name for every state");
+_Static_assert(ARRAY_SIZE(total_names) == TASKSTATE_MAP_NR_TOTALS,
+	       "a name for every total");
+
 const char *taskstate_total_name(unsigned int total)
 {
-	static const char *const names[TASKSTATE_MAP_NR_TOTALS] = {
-		"RUN", "WAIT", "SLEEP", "BLOCK", "OTHER",
-	};
-
-	return total < TASKSTATE_MAP_NR_TOTALS ? names[total] : "?";
+	return total < TASKSTATE_MAP_NR_TOTALS && total_names[total] ?
+	       total_names[total] : "?";
 }
 
 const char *taskstate_state_name(unsigned int state)
 {
-	static const char *const names[TASKSTATE_NR_STATES] = {
-		"NONE", "RUNNING", "RUNNABLE", "SLEEPING",
-		"BLOCKED", "STOPPED", "TRACED", "DEAD",
-	};
-
-	return state < TASKSTATE_NR_STATES ? names[state] : "?";
+	return state < TASKSTATE_NR_STATES && state_names[state] ?
+	       state_names[state] : "?";
 }
 
 int taskstate_state_from_name(const char *name)
