@@ -927,6 +927,17 @@ static int delay_arg(const struct command *cmd, const char *s)
 						   (int)(ns / 1000000);
 }
 
+/* --sort's key, by @parse; @keys names the keys for the error. */
+static int sort_arg(const struct command *cmd, const char *s,
+		    int (*parse)(const char *), const char *keys)
+{
+	int key = parse(s);
+
+	if (key < 0)
+		usage_error(cmd, "sort key '%s' is not %s", s, keys);
+	return key;
+}
+
 static int run_watch(const struct command *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -969,11 +980,8 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 			w.count = num_arg(cmd, "--count", optarg, 1, UINT_MAX);
 			break;
 		case 'o':
-			ret = parse_sort_key(optarg);
-			if (ret < 0)
-				usage_error(cmd, "sort key '%s' is not stuck, age, state or tid",
-					    optarg);
-			w.sort = ret;
+			w.sort = sort_arg(cmd, optarg, parse_sort_key,
+					  "stuck, age, state or tid");
 			break;
 		case OPT_NS:
 			w.ns = true;
@@ -1113,11 +1121,8 @@ static int run_top(const struct command *cmd, int argc, char **argv)
 			o.count = num_arg(cmd, "--count", optarg, 1, INT_MAX);
 			break;
 		case 'o':
-			ret = top_sort_key(optarg);
-			if (ret < 0)
-				usage_error(cmd, "sort key '%s' is not running, runnable, sleeping, blocked, other or tid",
-					    optarg);
-			o.sort = ret;
+			o.sort = sort_arg(cmd, optarg, top_sort_key,
+					  "running, runnable, sleeping, blocked, other or tid");
 			break;
 		case 'J':
 			o.json = true;
