@@ -215,11 +215,15 @@ int main(int argc, char **argv)
 		die("sched_setaffinity");
 	if (track || !strcmp(op, "sample") || !strcmp(op, "mapread")) {
 		dev = taskstate_open();
-		if (dev < 0)
+		errno = dev < 0 ? -dev : 0;	/* the library returns -errno */
+		if (errno)
 			die("taskstate_open");
 	}
-	if (track && taskstate_track(dev, getpid(), true, NULL))
-		die("taskstate_track");
+	if (track) {
+		errno = -taskstate_track(dev, getpid(), true, NULL);
+		if (errno)
+			die("taskstate_track");
+	}
 
 	if (!strcmp(op, "pipe") || !strcmp(op, "pipe_thr")) {
 		if (pipe(p2c) || pipe(c2p))

@@ -56,6 +56,7 @@ int taskstate_untrack(int fd, unsigned int id, bool process, uint64_t *nr_thread
  * each word (zero for a thread not found): "DOC: Per-state totals" in the
  * uapi header.  Returns how many were found, or -errno: -EINVAL n above
  * INT_MAX, -EOPNOTSUPP t given and the module keeps no totals (totals=0).
+ * n == 0 returns 0 without a system call (so without either check).
  */
 int taskstate_sample(int fd, struct taskstate_entry *e,
 		     struct taskstate_totals *t, uint32_t n);

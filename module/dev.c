@@ -355,14 +355,23 @@ static bool ts_sample_one(struct ts_batch *b, u32 i)
 	struct taskstate_totals *t = b->tot ? &b->tot[i] : NULL;
 	struct ts_slot *s = ts_slot_of(e->tid, b->ns, &e->tgid);
 
-	if (s && t && ts_pub_read(ts_slot_pub(s), &e->word, t) && e->word)
+	if (!s)
+		goto none;
+	if (!t) {
+		e->word = ts_word_load(&ts_slot_pub(s)->word);
+	} else if (!ts_pub_read(ts_slot_pub(s), &e->word, t)) {
+		e->word = ts_word_load(&ts_slot_pub(s)->word);
+		memset(t, 0, sizeof(*t));
+	}
+	/* A word of 0 read with its totals stays 0: not found. */
+	if (e->word)
 		return true;
+none:
+	e->word = 0;
+	e->tgid = 0;
 	if (t)
 		memset(t, 0, sizeof(*t));
-	e->word = s ? ts_word_load(&ts_slot_pub(s)->word) : 0;
-	if (!e->word)
-		e->tgid = 0;
-	return e->word;
+	return false;
 }
 
 static long ts_ioctl_sample(void *arg)

@@ -12,7 +12,7 @@
 #   demo   what `make demo` needs alone: the compiler, the 6.1 amd64 kernel
 #          and headers, QEMU, busybox (a few hundred MB, no kernel source)
 #   (none) what `make check` needs for $KERNELS (default: all ten) and
-#          $HOST_TESTS (default: dkms-test install-test deb-test man-test),
+#          $HOST_TESTS (default: scripts/lib.sh's TS_HOST_TESTS),
 #          and the benchmarks unless BENCH=0: `make deps` prepares all.
 set -euo pipefail
 

@@ -23,7 +23,7 @@
 #           $TS_OUT names the writable directory in all.
 #
 # Options: --timeout SEC (default 600)  --append "ARGS" (kernel command line)
-#          --mem MB (default 1024; 2048 for the debug kernels: KASAN's
+#          --mem MB (default 1024; 2048 for debug and kcsan: KASAN's
 #          shadow, kmemleak's metadata) --quiet (console log only in the file)
 #          --accel ACCEL (default tcg; tcg,thread=single: one host thread)
 #
