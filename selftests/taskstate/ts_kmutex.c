@@ -257,11 +257,22 @@ static int mapped_totals(int fd, pid_t tid, uint64_t *word, uint64_t now,
 	return 0;
 }
 
+/* The two readers of a word with its totals. */
+static const struct {
+	const char *how;
+	int (*read)(int fd, pid_t tid, uint64_t *word, uint64_t now,
+		    uint64_t ns[TASKSTATE_MAP_NR_TOTALS]);
+} readers[] = {
+	{ "SAMPLE", sample_totals },
+	{ "mapping", mapped_totals },
+};
+
 TEST_F_TIMEOUT(kmutex, waiter_reads_its_wait, 120)
 {
 	uint64_t word, ns[TASKSTATE_MAP_NR_TOTALS], t0, t1, now;
 	const char *want = taskstate_state_name(variant->state);
 	unsigned int st;
+	size_t r;
 	pid_t tid;
 	int i;
 
@@ -302,28 +313,21 @@ TEST_F_TIMEOUT(kmutex, waiter_reads_its_wait, 120)
 	 * The totals while it waits: the slot is new (the last TRACK), its
 	 * word has not changed since, so all its time is in one total.
 	 */
-	now = taskstate_now_ns();
-	ASSERT_EQ(0, sample_totals(self->fd, tid, &word, now, ns));
-	EXPECT_EQ(variant->state, taskstate_state(word));
-	EXPECT_LE(now - t0, ns[variant->total])
-		TH_LOG("SAMPLE: %s total %llu ns after %llu ns of waiting",
-		       taskstate_total_name(variant->total),
-		       (unsigned long long)ns[variant->total],
-		       (unsigned long long)(now - t0));
-	EXPECT_EQ(0, ns[TASKSTATE_TOTAL_RUNNABLE])
-		TH_LOG("SAMPLE: RUNNABLE total %llu ns while blocked",
-		       (unsigned long long)ns[TASKSTATE_TOTAL_RUNNABLE]);
-	now = taskstate_now_ns();
-	ASSERT_EQ(0, mapped_totals(self->fd, tid, &word, now, ns));
-	EXPECT_EQ(variant->state, taskstate_state(word));
-	EXPECT_LE(now - t0, ns[variant->total])
-		TH_LOG("mapping: %s total %llu ns after %llu ns of waiting",
-		       taskstate_total_name(variant->total),
-		       (unsigned long long)ns[variant->total],
-		       (unsigned long long)(now - t0));
-	EXPECT_EQ(0, ns[TASKSTATE_TOTAL_RUNNABLE])
-		TH_LOG("mapping: RUNNABLE total %llu ns while blocked",
-		       (unsigned long long)ns[TASKSTATE_TOTAL_RUNNABLE]);
+	for (r = 0; r < ARRAY_SIZE(readers); r++) {
+		now = taskstate_now_ns();
+		ASSERT_EQ(0, readers[r].read(self->fd, tid, &word, now, ns));
+		EXPECT_EQ(variant->state, taskstate_state(word));
+		EXPECT_LE(now - t0, ns[variant->total])
+			TH_LOG("%s: %s total %llu ns after %llu ns of waiting",
+			       readers[r].how,
+			       taskstate_total_name(variant->total),
+			       (unsigned long long)ns[variant->total],
+			       (unsigned long long)(now - t0));
+		EXPECT_EQ(0, ns[TASKSTATE_TOTAL_RUNNABLE])
+			TH_LOG("%s: RUNNABLE total %llu ns while blocked",
+			       readers[r].how,
+			       (unsigned long long)ns[TASKSTATE_TOTAL_RUNNABLE]);
+	}
 
 	/* It gets the lock and runs. */
 	t1 = taskstate_now_ns();
