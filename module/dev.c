@@ -160,8 +160,9 @@ static void ts_batch_end(struct ts_batch *b)
  * totals at @utot, unless 0) read in, answered in place by @one() (record
  * @i of the buffer, and its totals) under rcu_read_lock(), and copied
  * back, rescheduling between chunks (up to 2048 of them).  Returns how
- * many @one() found, or -errno.  Always inlined, so that @one() stays a
- * direct call in each handler.
+ * many @one() found, or -errno: E2BIG for more than TASKSTATE_BATCH_MAX
+ * records, then EOPNOTSUPP for totals from a module that keeps none.
+ * Always inlined, so that @one() stays a direct call in each handler.
  */
 static __always_inline long
 ts_batch_lookup(u64 urec, u64 utot, u32 count,
@@ -172,6 +173,10 @@ ts_batch_lookup(u64 urec, u64 utot, u32 count,
 	int ret;
 	u32 i, n;
 
+	if (count > TASKSTATE_BATCH_MAX)
+		return -E2BIG;
+	if (utot && !ts_totals)
+		return -EOPNOTSUPP;
 	ret = ts_batch_start(&b, urec, utot, count);
 	while (!ret && b.done < count) {
 		cond_resched();
@@ -379,10 +384,6 @@ static long ts_ioctl_sample(void *arg)
 	struct taskstate_sample *args = arg;
 	long found;
 
-	if (args->count > TASKSTATE_BATCH_MAX)
-		return -E2BIG;
-	if (args->totals && !ts_totals)
-		return -EOPNOTSUPP;
 	found = ts_batch_lookup(args->entries, args->totals, args->count,
 				ts_sample_one);
 	if (found >= 0)
@@ -420,8 +421,6 @@ static long ts_ioctl_locate(void *arg)
 	struct taskstate_locate *args = arg;
 	long found;
 
-	if (args->count > TASKSTATE_BATCH_MAX)
-		return -E2BIG;
 	found = ts_batch_lookup(args->locations, 0, args->count,
 				ts_locate_one);
 	if (found >= 0)
