@@ -243,6 +243,12 @@ enum {
 #define COMMON_OPTS \
 	{ "help", no_argument, NULL, 'h' }, \
 	{ "version", no_argument, NULL, 'V' }
+/* The row filters of show and watch (struct ts_filter). */
+#define FILTER_OPTS \
+	{ "pid", required_argument, NULL, 'p' }, \
+	{ "tid", required_argument, NULL, 't' }, \
+	{ "state", required_argument, NULL, OPT_STATE }, \
+	{ "min-age", required_argument, NULL, OPT_MIN_AGE }
 
 /*
  * getopt_long() over a command's arguments: prints the help and exits for
@@ -584,10 +590,7 @@ static int run_track(const struct command *cmd, int argc, char **argv)
 static int run_show(const struct command *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "tid", required_argument, NULL, 't' },
-		{ "state", required_argument, NULL, OPT_STATE },
-		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
+		FILTER_OPTS,
 		{ "json", no_argument, NULL, 'J' },
 		{ "ns", no_argument, NULL, OPT_NS },
 		{ "since", required_argument, NULL, OPT_SINCE },
@@ -941,10 +944,7 @@ static int sort_arg(const struct command *cmd, const char *s,
 static int run_watch(const struct command *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "tid", required_argument, NULL, 't' },
-		{ "state", required_argument, NULL, OPT_STATE },
-		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
+		FILTER_OPTS,
 		{ "stuck", required_argument, NULL, 's' },
 		{ "stuck-states", required_argument, NULL, OPT_STUCK_STATES },
 		{ "delay", required_argument, NULL, 'd' },

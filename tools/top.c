@@ -479,10 +479,14 @@ static struct group *make_groups(int fd, const struct top_read *r,
 	return g;
 }
 
-/* The group's labels, then a comma for a state label after them (@more). */
-static void put_labels(FILE *f, const struct group *g, enum metrics_group by,
-		       bool more)
+/*
+ * A sample's name and labels, up to its value: @name{the group's labels,
+ * state="@state"} (no state label if @state is NULL).
+ */
+static void put_series(FILE *f, const char *name, const struct group *g,
+		       enum metrics_group by, const char *state)
 {
+	fprintf(f, "%s{", name);
 	switch (by) {
 	case GROUP_PID:
 		fprintf(f, "pid=\"%" PRIu32 "\",comm=\"", g->pid);
@@ -497,7 +501,10 @@ static void put_labels(FILE *f, const struct group *g, enum metrics_group by,
 		prom_put_label(f, g->key);
 		break;
 	}
-	fputs(more ? "\"," : "\"", f);
+	fputc('"', f);
+	if (state)
+		fprintf(f, ",state=\"%s\"", state);
+	fputs("} ", f);
 }
 
 static void put_seconds(FILE *f, uint64_t ns)
@@ -544,9 +551,8 @@ static void put_metrics(FILE *f, int fd, const struct top_read *r,
 			if (!g[i].counted)
 				continue;
 			for (k = 0; k < NT; k++) {
-				fputs("taskstate_state_seconds_total{", f);
-				put_labels(f, &g[i], by, true);
-				fprintf(f, "state=\"%s\"} ", ts_total_name(k));
+				put_series(f, "taskstate_state_seconds_total",
+					   &g[i], by, ts_total_name(k));
 				put_seconds(f, g[i].total[k]);
 			}
 		}
@@ -558,9 +564,8 @@ static void put_metrics(FILE *f, int fd, const struct top_read *r,
 		for (i = 0; i < n; i++) {
 			if (!g[i].counted)
 				continue;
-			fputs("taskstate_process_start_time_seconds{", f);
-			put_labels(f, &g[i], by, false);
-			fputs("} ", f);
+			put_series(f, "taskstate_process_start_time_seconds",
+				   &g[i], by, NULL);
 			put_seconds(f, g[i].start_ns);
 		}
 	}
@@ -570,10 +575,9 @@ static void put_metrics(FILE *f, int fd, const struct top_read *r,
 		for (k = 0; k < NS; k++) {
 			if (!gauge_state(k))
 				continue;
-			fputs("taskstate_threads{", f);
-			put_labels(f, &g[i], by, true);
-			fprintf(f, "state=\"%s\"} %" PRIu64 "\n", ts_state_name(k),
-				g[i].threads[k]);
+			put_series(f, "taskstate_threads", &g[i], by,
+				   ts_state_name(k));
+			fprintf(f, "%" PRIu64 "\n", g[i].threads[k]);
 		}
 	}
 	put_family(f, "taskstate_oldest_seconds", "gauge",
@@ -583,9 +587,8 @@ static void put_metrics(FILE *f, int fd, const struct top_read *r,
 		for (k = 0; k < NS; k++) {
 			if (!gauge_state(k))
 				continue;
-			fputs("taskstate_oldest_seconds{", f);
-			put_labels(f, &g[i], by, true);
-			fprintf(f, "state=\"%s\"} ", ts_state_name(k));
+			put_series(f, "taskstate_oldest_seconds", &g[i], by,
+				   ts_state_name(k));
 			put_seconds(f, g[i].oldest[k]);
 		}
 	}
