@@ -15,8 +15,8 @@
 set -u
 out=$TS_OUT
 bin=$COUNT_BIN
-log() { echo "# $(date +%T) $*"; }
-die() { log "FATAL: $*"; exit 1; }
+# shellcheck source=guest-lib.sh
+. "$(dirname "$0")/guest-lib.sh"
 
 cs=/sys/devices/system/clocksource/clocksource0/current_clocksource
 [ "$(cat $cs)" = tsc ] || die "clocksource $(cat $cs), not tsc"
@@ -59,29 +59,15 @@ settle() {
 	sleep "${1:-2}"
 }
 
-bt_pid=
 setup() {
 	case $1 in
 	N) ;;
-	E|T) insmod "$COUNT_KO" track_all=0 || die "insmod" ;;
-	A) insmod "$COUNT_KO" track_all=1 || die "insmod" ;;
-	z) insmod "$COUNT_KO" track_all=1 totals=0 || die "insmod" ;;
-	B|L)
-		: > /tmp/bt.log
-		# On CPU 0: only its programs run on the benchmark's CPU.
-		if [ "$1" = B ]; then
-			BPFTRACE_MAP_KEYS_MAX=65536 taskset -c 0 bpftrace "$COUNT_BT" > /tmp/bt.log 2>&1 &
-		else
-			taskset -c 0 "$bin/tsbpf" "$bin/tsbpf.bpf.o" > /tmp/bt.log 2>&1 &
-		fi
-		bt_pid=$!
-		for _ in $(seq 1 1500); do
-			grep -q '^Attach' /tmp/bt.log && break
-			kill -0 $bt_pid 2>/dev/null || break
-			sleep 0.2
-		done
-		grep -q '^Attach' /tmp/bt.log || { cat /tmp/bt.log; die "$1 did not attach"; }
-		;;
+	E|T) ts_load "$COUNT_KO" track_all=0 ;;
+	A) ts_load "$COUNT_KO" track_all=1 ;;
+	z) ts_load "$COUNT_KO" track_all=1 totals=0 ;;
+	# On CPU 0: only its programs run on the benchmark's CPU.
+	B) BPFTRACE_MAP_KEYS_MAX=65536 tracer_start taskset -c 0 bpftrace "$COUNT_BT" ;;
+	L) tracer_start taskset -c 0 "$bin/tsbpf" "$bin/tsbpf.bpf.o" ;;
 	esac
 	# The BPF programs' JIT images by name, for the attribution.
 	[ "$1" = B ] || [ "$1" = L ] &&
@@ -98,14 +84,8 @@ setup() {
 teardown() {
 	case $1 in
 	N) ;;
-	B|L) kill -INT $bt_pid; wait $bt_pid; bt_pid= ;;
-	*)
-		for _ in 1 2 3 4 5; do
-			rmmod taskstate 2>/dev/null && break
-			sleep 1
-		done
-		[ ! -d /sys/module/taskstate ] || die "rmmod"
-		;;
+	B|L) tracer_stop ;;
+	*) ts_unload ;;
 	esac
 	settle 3
 }

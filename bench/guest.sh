@@ -32,8 +32,8 @@ bin=$BENCH_BIN
 cs=/sys/devices/system/clocksource/clocksource0
 export BPFTRACE_MAP_KEYS_MAX=65536
 
-log() { echo "# $(date +%T) $*"; }
-die() { log "FATAL: $*"; exit 1; }
+# shellcheck source=guest-lib.sh
+. "$(dirname "$0")/guest-lib.sh"
 
 # ---- the environment, and the clock this whole run depends on ----
 {
@@ -128,21 +128,6 @@ meta() {	# name round value unit
 	echo "$1,$cfg,$2,$3,$4,0,," >> "$out/runs.csv"
 }
 
-load() {	# ko params...
-	local ko=$1
-	shift
-	insmod "$ko" "$@" || die "insmod $ko $*"
-}
-
-unload() {
-	local i
-	for i in 1 2 3 4 5; do
-		rmmod taskstate 2>/dev/null && return
-		sleep 1
-	done
-	die "rmmod taskstate"
-}
-
 # Programs started again and again are copied, with their libraries, to a
 # tmpfs once: through the 9p root every start pages them in over virtio
 # again (perf: ~35 MB, over 10 s per start on a busy host; bpftrace:
@@ -172,36 +157,25 @@ if [ "${BENCH_BT_TMPFS:-0}" = 1 ]; then
 	echo "bpftrace_tmpfs_copy_s=$((SECONDS - t0))" >> "$out/guest-env.txt"
 	log "bpftrace and its libraries copied to tmpfs in $((SECONDS - t0)) s"
 fi
-bt_pid=
 bt_start() {
-	local i t0=$SECONDS
-	: > /tmp/bt.log
-	"${bt_cmd[@]}" "$BENCH_BT" > /tmp/bt.log 2>&1 &
-	bt_pid=$!
-	for i in $(seq 1 900); do
-		grep -q '^Attaching' /tmp/bt.log && break
-		kill -0 $bt_pid 2>/dev/null || break
-		sleep 0.2
-	done
-	grep -q '^Attaching' /tmp/bt.log || { cat /tmp/bt.log; die "bpftrace did not attach"; }
+	local t0=$SECONDS
+	tracer_start "${bt_cmd[@]}" "$BENCH_BT"
 	meta bpftrace_attach_s "$r" $((SECONDS - t0)) s
 }
 
 bt_stop() {
-	kill -INT $bt_pid
-	wait $bt_pid
+	tracer_stop
 	grep -i 'error\|lost' /tmp/bt.log && log "bpftrace reported the above"
-	bt_pid=
 }
 
 setup() {
 	case $cfg in
 	N) ;;
-	E|T) load "$BENCH_KO_C" track_all=0 ;;
-	A) load "$BENCH_KO_C" track_all=1 ;;
-	a) load "$BENCH_KO_A" track_all=1 ;;
-	b) load "$BENCH_KO_B" track_all=1 ;;
-	z) load "$BENCH_KO_C" track_all=1 totals=0 ;;
+	E|T) ts_load "$BENCH_KO_C" track_all=0 ;;
+	A) ts_load "$BENCH_KO_C" track_all=1 ;;
+	a) ts_load "$BENCH_KO_A" track_all=1 ;;
+	b) ts_load "$BENCH_KO_B" track_all=1 ;;
+	z) ts_load "$BENCH_KO_C" track_all=1 totals=0 ;;
 	B) bt_start ;;
 	esac
 	sleep 0.5
@@ -211,7 +185,7 @@ teardown() {
 	case $cfg in
 	N) ;;
 	B) bt_stop; sleep 0.5 ;;
-	*) unload ;;
+	*) ts_unload ;;
 	esac
 	sleep 0.5
 }
@@ -227,9 +201,9 @@ for rep in $(seq 1 "$BENCH_PROBE_REPS"); do
 		totals=1
 		case $s in a) ko=$BENCH_KO_A ;; b) ko=$BENCH_KO_B ;; c) ko=$BENCH_KO_C ;;
 		z) ko=$BENCH_KO_C totals=0 ;; esac
-		load "$ko" track_all=1 totals=$totals bench_iters="$BENCH_PROBE_ITERS"
+		ts_load "$ko" track_all=1 totals=$totals bench_iters="$BENCH_PROBE_ITERS"
 		echo "$s,$rep,$BENCH_PROBE_ITERS,$(cat /sys/module/taskstate/parameters/bench_ns)" >> "$out/probe.csv"
-		unload
+		ts_unload
 	done
 done
 cat "$out/probe.csv"
@@ -289,24 +263,24 @@ done
 # ---- 4. readers ----
 log "scenario 4: readers"
 cfg=A
-load "$BENCH_KO_C" track_all=1
+ts_load "$BENCH_KO_C" track_all=1
 # shellcheck disable=SC2086
 "$bin/readers" ${BENCH_READERS_ARGS:-} --csv "$out/readers.csv" \
 	--rounds-csv "$out/readers-rounds.csv" > "$out/readers.txt" 2>&1 ||
 	{ cat "$out/readers.txt"; die "readers failed"; }
 cat "$out/readers.txt"
-unload
+ts_unload
 fi
 fails=${fails:-0}
 
 # ---- 6. the adaptive mutex of examples/, and the stuck detector ----
 log "scenario 6: mutexes (bench/mutex.c)"
-load "$BENCH_KO_C" track_all=1
+ts_load "$BENCH_KO_C" track_all=1
 # shellcheck disable=SC2086
 "$bin/mutex" ${BENCH_MUTEX_ARGS:-} --csv "$out/mutex.csv" > "$out/mutex.txt" 2>&1 ||
 	{ cat "$out/mutex.txt"; die "mutex failed"; }
 cat "$out/mutex.txt"
-unload
+ts_unload
 
 echo "clocksource_end=$(cat $cs/current_clocksource)" >> "$out/guest-env.txt"
 [ "$(cat $cs/current_clocksource)" = tsc ] || die "clocksource changed during the run"
