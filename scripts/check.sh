@@ -26,8 +26,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 # shellcheck source=lib.sh
 . "$top/scripts/lib.sh"
-# Unset: every kernel; set but empty: none (host tests only).
-KERNELS=${KERNELS-$TS_FLAVOURS}
+# Unset or "all": every kernel; set but empty: none (host tests only).
+KERNELS=$(ts_flavours) || exit 2
 HOST_TESTS=${HOST_TESTS-$TS_HOST_TESTS}
 VM_TIMEOUT=${VM_TIMEOUT:-1500}
 # The debug kernels run the same suite several times slower (KASAN,

@@ -9,6 +9,25 @@ CACHE=${TASKSTATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/taskstate}
 # Every test flavour, in make check's order (scripts/kernels.sh says what
 # each boots; `make check KERNELS=all` runs them all).
 TS_FLAVOURS="amd64 rt-amd64 686 amd64-5.10 amd64-6.12 amd64-7.2 arm64 debug kcsan proxy"
+# $KERNELS as a list of flavours: unset or "all" is every flavour, empty
+# is none; a name that is not a flavour is an error, not a silent no-op.
+ts_flavours() {
+	set -f
+	# shellcheck disable=SC2086
+	case ${KERNELS-all} in
+	all) set -- $TS_FLAVOURS ;;
+	*) set -- $KERNELS ;;
+	esac
+	set +f
+	for k; do
+		case " $TS_FLAVOURS " in
+		*" $k "*) ;;
+		*) echo "unknown kernel flavour '$k' in KERNELS (all, or of: $TS_FLAVOURS)" >&2
+		   return 1 ;;
+		esac
+	done
+	echo "$*"
+}
 # make check's host tests (scripts/NAME.sh, each prints TAP).
 TS_HOST_TESTS="dkms-test install-test deb-test man-test doc-test ksft-test"
 
