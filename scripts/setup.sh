@@ -11,7 +11,7 @@
 #
 #   demo   what `make demo` needs alone: the compiler, the 6.1 amd64 kernel
 #          and headers, QEMU, busybox (a few hundred MB, no kernel source)
-#   (none) what `make check` needs for $KERNELS (default: all ten) and
+#   (none) what `make check` needs for $KERNELS (unset or all: the ten) and
 #          $HOST_TESTS (default: scripts/lib.sh's TS_HOST_TESTS),
 #          and the benchmarks unless BENCH=0: `make deps` prepares all.
 set -euo pipefail
@@ -23,7 +23,7 @@ MODE=${1:-check}
 if [ "$MODE" = demo ]; then
 	WANT=" amd64 " TESTS=" " BENCHES=0
 else
-	WANT=" ${KERNELS-$TS_FLAVOURS} "
+	WANT=" $(ts_flavours) "
 	TESTS=" ${HOST_TESTS-$TS_HOST_TESTS} "
 	BENCHES=${BENCH:-1}
 fi
