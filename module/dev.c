@@ -207,7 +207,13 @@ static s64 ts_boottime_offset_ns(void)
 	struct timespec64 ts = { 0, 0 };
 
 	timens_add_boottime(&ts);
-	return timespec64_to_ns(&ts);
+	/*
+	 * Not timespec64_to_ns(): where it tests tv_sec as unsigned (the
+	 * 5.10 headers Debian ships), any negative offset reads KTIME_MAX.
+	 * proc_timens_set_offset() keeps the namespace's boottime within
+	 * [0, KTIME_SEC_MAX / 2] s, so the offset's ns fit an s64.
+	 */
+	return (s64)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
 }
 
 static long ts_ioctl_info(void *arg)
