@@ -32,7 +32,7 @@ HOST_TESTS=${HOST_TESTS-$TS_HOST_TESTS}
 VM_TIMEOUT=${VM_TIMEOUT:-1500}
 # The debug kernels run the same suite several times slower (KASAN,
 # lockdep, KCSAN under emulation).
-VM_TIMEOUT_DEBUG=${VM_TIMEOUT_DEBUG:-3600}
+VM_TIMEOUT_DEBUG=${VM_TIMEOUT_DEBUG:-7200}
 CROSS32=(CC=i686-linux-gnu-gcc EXTRA_LDFLAGS=-static)
 CROSSARM64=(CC=aarch64-linux-gnu-gcc EXTRA_LDFLAGS=-static)
 
