@@ -24,11 +24,9 @@
 
 KERNELRELEASE ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KERNELRELEASE)/build
+# "all" goes to the scripts as it is: ts_flavours() (scripts/lib.sh)
+# expands it.
 KERNELS ?= amd64
-ifeq ($(KERNELS),all)
-# Every flavour (scripts/lib.sh).
-override KERNELS := $(shell . ./scripts/lib.sh && echo "$$TS_FLAVOURS")
-endif
 PREFIX ?= /usr/local
 DESTDIR ?=
 # Absolute: modules_install and the tools install run in other directories.
