@@ -525,89 +525,108 @@ static void put_family(FILE *f, const char *name, const char *type,
 		by ? ", by " : "", by ? by : "", name, type);
 }
 
-static void put_metrics(FILE *f, int fd, const struct top_read *r,
-			const struct taskstate_info *info,
-			enum metrics_group by)
+/*
+ * The families, in their order: first those with a sample a group (and
+ * a state), then those of one sample without labels.
+ */
+enum family_id {
+	F_TOTAL, F_START, F_THREADS, F_OLDEST,
+	F_TRACKED, F_SLOTS, F_UNTRACKED, F_TOTALS_ON, NR_FAMILIES
+};
+
+static const struct family {
+	const char *name;
+	const char *type;
+	const char *help;
+} families[NR_FAMILIES] = {
+	[F_TOTAL] = { "taskstate_state_seconds_total", "counter",
+		"Seconds the tracked threads spent in each state (running, runnable, sleeping, blocked, other: stopped, traced or dead)" },
+	[F_START] = { "taskstate_process_start_time_seconds", "gauge",
+		"When the counters of taskstate_state_seconds_total began, in seconds since boot (CLOCK_BOOTTIME): a new value means they restarted from zero" },
+	[F_THREADS] = { "taskstate_threads", "gauge",
+		"Tracked threads in each state now" },
+	[F_OLDEST] = { "taskstate_oldest_seconds", "gauge",
+		"How long the tracked thread longest in each state has been in it now (0: none in it)" },
+	[F_TRACKED] = { "taskstate_tracked_threads", "gauge",
+		"Threads the module tracks now, system-wide" },
+	[F_SLOTS] = { "taskstate_table_slots", "gauge",
+		"Threads the module can track at once (its max_threads parameter)" },
+	[F_UNTRACKED] = { "taskstate_untracked_threads_total", "counter",
+		"Threads left untracked since the module was loaded because its table was full" },
+	[F_TOTALS_ON] = { "taskstate_totals_enabled", "gauge",
+		"1 if the module keeps per-state totals (its totals parameter), else 0" },
+};
+
+static void put_scalar(FILE *f, enum family_id v, uint64_t value)
+{
+	put_family(f, families[v].name, families[v].type, families[v].help,
+		   NULL);
+	fprintf(f, "%s %" PRIu64 "\n", families[v].name, value);
+}
+
+/*
+ * One family, whole: Prometheus's text format wants a family's samples
+ * together.  The totals and their start come only from a group with a
+ * record (see process_totals()); the gauges have a sample for each
+ * state but NONE.
+ */
+static void put_group_family(FILE *f, enum family_id v,
+			     const struct group *g, size_t n,
+			     enum metrics_group by)
 {
 	static const char *const by_names[] = {
 		[GROUP_PID] = "process", [GROUP_COMM] = "comm",
 		[GROUP_CGROUP] = "cgroup",
 	};
+	const struct family *fam = &families[v];
+	unsigned int k, nk = v == F_TOTAL ? NT : v == F_START ? 1 : NS;
+	const char *state;
+	size_t i;
+
+	put_family(f, fam->name, fam->type, fam->help, by_names[by]);
+	for (i = 0; i < n; i++) {
+		if (v <= F_START && !g[i].counted)
+			continue;
+		for (k = 0; k < nk; k++) {
+			if (v >= F_THREADS && !gauge_state(k))
+				continue;
+			state = v == F_TOTAL ? ts_total_name(k) :
+				v == F_START ? NULL : ts_state_name(k);
+			put_series(f, fam->name, &g[i], by, state);
+			if (v == F_THREADS)
+				fprintf(f, "%" PRIu64 "\n", g[i].threads[k]);
+			else
+				put_seconds(f, v == F_TOTAL ? g[i].total[k] :
+					    v == F_START ? g[i].start_ns :
+					    g[i].oldest[k]);
+		}
+	}
+}
+
+static void put_metrics(FILE *f, int fd, const struct top_read *r,
+			const struct taskstate_info *info,
+			enum metrics_group by)
+{
 	char srcversion[64] = "";
 	struct group *g;
-	size_t n, i;
 	FILE *sv;
-	int k;
+	size_t n;
 
 	g = make_groups(fd, r, by, &n);
 	if (!g)
 		n = 0;
-	if (r->totals) {
-		put_family(f, "taskstate_state_seconds_total", "counter",
-			   "Seconds the tracked threads spent in each state (running, runnable, sleeping, blocked, other: stopped, traced or dead)",
-			   by_names[by]);
-		for (i = 0; i < n; i++) {
-			/* No record, no counter: see process_totals(). */
-			if (!g[i].counted)
-				continue;
-			for (k = 0; k < NT; k++) {
-				put_series(f, "taskstate_state_seconds_total",
-					   &g[i], by, ts_total_name(k));
-				put_seconds(f, g[i].total[k]);
-			}
-		}
-	}
-	if (r->totals && by == GROUP_PID) {
-		put_family(f, "taskstate_process_start_time_seconds", "gauge",
-			   "When the counters of taskstate_state_seconds_total began, in seconds since boot (CLOCK_BOOTTIME): a new value means they restarted from zero",
-			   by_names[by]);
-		for (i = 0; i < n; i++) {
-			if (!g[i].counted)
-				continue;
-			put_series(f, "taskstate_process_start_time_seconds",
-				   &g[i], by, NULL);
-			put_seconds(f, g[i].start_ns);
-		}
-	}
-	put_family(f, "taskstate_threads", "gauge",
-		   "Tracked threads in each state now", by_names[by]);
-	for (i = 0; i < n; i++) {
-		for (k = 0; k < NS; k++) {
-			if (!gauge_state(k))
-				continue;
-			put_series(f, "taskstate_threads", &g[i], by,
-				   ts_state_name(k));
-			fprintf(f, "%" PRIu64 "\n", g[i].threads[k]);
-		}
-	}
-	put_family(f, "taskstate_oldest_seconds", "gauge",
-		   "How long the tracked thread longest in each state has been in it now (0: none in it)",
-		   by_names[by]);
-	for (i = 0; i < n; i++) {
-		for (k = 0; k < NS; k++) {
-			if (!gauge_state(k))
-				continue;
-			put_series(f, "taskstate_oldest_seconds", &g[i], by,
-				   ts_state_name(k));
-			put_seconds(f, g[i].oldest[k]);
-		}
-	}
+	if (r->totals)
+		put_group_family(f, F_TOTAL, g, n, by);
+	if (r->totals && by == GROUP_PID)
+		put_group_family(f, F_START, g, n, by);
+	put_group_family(f, F_THREADS, g, n, by);
+	put_group_family(f, F_OLDEST, g, n, by);
 	free(g);
 
-	put_family(f, "taskstate_tracked_threads", "gauge",
-		   "Threads the module tracks now, system-wide", NULL);
-	fprintf(f, "taskstate_tracked_threads %" PRIu64 "\n",
-		(uint64_t)info->nr_tracked);
-	put_family(f, "taskstate_table_slots", "gauge",
-		   "Threads the module can track at once (its max_threads parameter)", NULL);
-	fprintf(f, "taskstate_table_slots %" PRIu32 "\n", info->max_threads);
-	put_family(f, "taskstate_untracked_threads_total", "counter",
-		   "Threads left untracked since the module was loaded because its table was full", NULL);
-	fprintf(f, "taskstate_untracked_threads_total %" PRIu64 "\n",
-		(uint64_t)info->nr_untracked);
-	put_family(f, "taskstate_totals_enabled", "gauge",
-		   "1 if the module keeps per-state totals (its totals parameter), else 0", NULL);
-	fprintf(f, "taskstate_totals_enabled %d\n", r->totals);
+	put_scalar(f, F_TRACKED, info->nr_tracked);
+	put_scalar(f, F_SLOTS, info->max_threads);
+	put_scalar(f, F_UNTRACKED, info->nr_untracked);
+	put_scalar(f, F_TOTALS_ON, r->totals);
 	put_family(f, "taskstate_info", "gauge",
 		   "Always 1: the versions of the module's ABI, of the module (srcversion) and of this command, as labels", NULL);
 	sv = fopen("/sys/module/taskstate/srcversion", "re");
@@ -645,7 +664,8 @@ static int write_atomically(const char *out, int fd, const struct top_read *r,
 		free(tmp);
 		return ret;
 	}
-	if (fchmod(tfd, 0644) || !(f = fdopen(tfd, "w"))) {
+	f = fchmod(tfd, 0644) ? NULL : fdopen(tfd, "w");
+	if (!f) {
 		ret = -errno;
 		close(tfd);
 		goto out_unlink;
