@@ -358,7 +358,7 @@ static struct {
  *   it to go idle, in the throttled share, and insmod reads the module
  *   and its programs over 9p, one interrupt for each request.
  *
- * Measured in 6.1 guests: the load took 3-5 s with the defaults (and
+ * Measured in 6.1 guests: the load took 3-6 s with the defaults (and
  * over the hog's 20 s once, on a loaded host: CI, rt-amd64), 1.3-2 s with
  * the interrupts moved, and 0.6 s with both.
  */
