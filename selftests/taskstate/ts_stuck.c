@@ -309,7 +309,7 @@ static long long run_delay(pid_t tid)
  * returns 0 or -1.  Two opens: /proc/irq's files are seq_files, which
  * refuse pwrite().
  */
-static int sysctl_rw(const char *path, char *old, size_t len, const char *new)
+static int proc_rw(const char *path, char *old, size_t len, const char *new)
 {
 	ssize_t n;
 	int fd;
@@ -358,8 +358,8 @@ static struct {
  *   it to go idle, in the throttled share, and insmod reads the module
  *   and its programs over 9p, one interrupt for each request.
  *
- * Measured in 6.1 guests: the load took 3-6 s with the defaults (and
- * over the hog's 20 s once, on a loaded host: CI, rt-amd64), 1.3-2 s with
+ * Measured in 6.1 guests: the load takes 3-6 s with the defaults on an
+ * idle host, and can pass the hog's 20 s on a loaded one; 1.3-2 s with
  * the interrupts moved, and 0.6 s with both.
  */
 static int cpu1_clear(void)
@@ -367,12 +367,12 @@ static int cpu1_clear(void)
 	struct dirent *d;
 	DIR *dir;
 
-	if (sysctl_rw(RT_RUNTIME, cpu1_old.rt_runtime,
+	if (proc_rw(RT_RUNTIME, cpu1_old.rt_runtime,
 		      sizeof(cpu1_old.rt_runtime), "50000"))
 		return -1;
-	if (sysctl_rw(RT_PERIOD, cpu1_old.rt_period,
+	if (proc_rw(RT_PERIOD, cpu1_old.rt_period,
 		      sizeof(cpu1_old.rt_period), "100000")) {
-		sysctl_rw(RT_RUNTIME, NULL, 0, cpu1_old.rt_runtime);
+		proc_rw(RT_RUNTIME, NULL, 0, cpu1_old.rt_runtime);
 		cpu1_old.rt_runtime[0] = '\0';
 		return -1;
 	}
@@ -387,7 +387,7 @@ static int cpu1_clear(void)
 		snprintf(irq->path, sizeof(irq->path),
 			 "/proc/irq/%d/smp_affinity_list", (int)nr);
 		/* Per-CPU and managed interrupts refuse: they stay. */
-		if (!sysctl_rw(irq->path, irq->cpus, sizeof(irq->cpus), "0"))
+		if (!proc_rw(irq->path, irq->cpus, sizeof(irq->cpus), "0"))
 			cpu1_old.nr_irqs++;
 	}
 	if (dir)
@@ -400,12 +400,12 @@ static void cpu1_restore(void)
 {
 	while (cpu1_old.nr_irqs) {
 		cpu1_old.nr_irqs--;
-		sysctl_rw(cpu1_old.irq[cpu1_old.nr_irqs].path, NULL, 0,
+		proc_rw(cpu1_old.irq[cpu1_old.nr_irqs].path, NULL, 0,
 			  cpu1_old.irq[cpu1_old.nr_irqs].cpus);
 	}
 	if (cpu1_old.rt_runtime[0]) {
-		sysctl_rw(RT_PERIOD, NULL, 0, cpu1_old.rt_period);
-		sysctl_rw(RT_RUNTIME, NULL, 0, cpu1_old.rt_runtime);
+		proc_rw(RT_PERIOD, NULL, 0, cpu1_old.rt_period);
+		proc_rw(RT_RUNTIME, NULL, 0, cpu1_old.rt_runtime);
 		cpu1_old.rt_runtime[0] = '\0';
 	}
 }
