@@ -579,16 +579,17 @@ static void put_group_family(FILE *f, enum family_id v,
 		[GROUP_CGROUP] = "cgroup",
 	};
 	const struct family *fam = &families[v];
+	const bool totals = v == F_TOTAL || v == F_START;
 	unsigned int k, nk = v == F_TOTAL ? NT : v == F_START ? 1 : NS;
 	const char *state;
 	size_t i;
 
 	put_family(f, fam->name, fam->type, fam->help, by_names[by]);
 	for (i = 0; i < n; i++) {
-		if (v <= F_START && !g[i].counted)
+		if (totals && !g[i].counted)
 			continue;
 		for (k = 0; k < nk; k++) {
-			if (v >= F_THREADS && !gauge_state(k))
+			if (!totals && !gauge_state(k))
 				continue;
 			state = v == F_TOTAL ? ts_total_name(k) :
 				v == F_START ? NULL : ts_state_name(k);
