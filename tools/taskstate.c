@@ -502,6 +502,12 @@ static unsigned int state_list_arg(const struct command *cmd,
 	return mask;
 }
 
+static void filter_free(struct ts_filter *f)
+{
+	free(f->pids);
+	free(f->tids);
+}
+
 /*
  * A selection option (-p -t --state --min-age, in the longopts of show
  * and watch; -p -t of track, untrack, top) into f: whether c was one.
@@ -582,8 +588,7 @@ static int run_track(const struct command *cmd, int argc, char **argv)
 	for (i = 0; i < f.ntids; i++)
 		status |= track_one(cmd, fd, f.tids[i], false);
 	taskstate_close(fd);
-	free(f.pids);
-	free(f.tids);
+	filter_free(&f);
 	return status;
 }
 
@@ -631,8 +636,7 @@ static int run_show(const struct command *cmd, int argc, char **argv)
 		return EXIT_FAILURE;
 	total = get_rows(fd, &f, 0, 0, &rows, &n);
 	taskstate_close(fd);
-	free(f.pids);
-	free(f.tids);
+	filter_free(&f);
 	if (total < 0) {
 		fprintf(stderr, "taskstate: list: %s\n", strerror(-total));
 		return EXIT_FAILURE;
@@ -667,11 +671,10 @@ struct watch {
 	struct ts_filter filter;
 	uint64_t stuck_ns;
 	unsigned int stuck_mask;	/* --stuck-states */
-	int delay_ms;
+	struct refresh refresh;
 	enum ts_sort sort;
 	bool ns;		/* --ns */
 	bool color;
-	unsigned int count;	/* refreshes before stopping, 0 for no end */
 	bool tty;		/* stdout is a terminal: redraw in place */
 	unsigned int width;	/* tty: screen size */
 	unsigned int height;
@@ -857,7 +860,7 @@ static int wait_key(const struct watch *w)
 	char keys[32];
 	ssize_t i, n;
 
-	if (poll(&p, 1, w->delay_ms) <= 0 || !p.revents)
+	if (poll(&p, 1, (int)w->refresh.delay_ms) <= 0 || !p.revents)
 		return 0;
 	n = read(STDIN_FILENO, keys, sizeof(keys));
 	if (n <= 0)
@@ -890,7 +893,7 @@ static int watch_loop(struct watch *w)
 			putchar('\n');
 		draw(w, rows, n, ret);
 		free(rows);
-		if (w->count && !--w->count)
+		if (w->refresh.count && !--w->refresh.count)
 			return 0;
 		if (wait_key(w))
 			return 0;
@@ -920,14 +923,29 @@ static int watch_map(int fd, struct taskstate_mapping *m, struct map_owner **own
  * A refresh delay in ms, raised to TS_MIN_DELAY_MS if shorter (as
  * procps's watch does): a delay of 0 must not spin.
  */
-static int delay_arg(const struct command *cmd, const char *s)
+static unsigned int delay_arg(const struct command *cmd, const char *s)
 {
 	uint64_t ns = duration_arg(cmd, "--delay", s);
 
 	if (ns / 1000000 > INT_MAX)
 		usage_error(cmd, "--delay '%s' is too long", s);
 	return ns < TS_MIN_DELAY_MS * 1000000ULL ? TS_MIN_DELAY_MS :
-						   (int)(ns / 1000000);
+						   (unsigned int)(ns / 1000000);
+}
+
+/* A refresh option (-d -n of watch and top) into r: whether c was one. */
+static bool refresh_option(const struct command *cmd, int c,
+			   const char *arg, struct refresh *r)
+{
+	switch (c) {
+	case 'd':
+		r->delay_ms = delay_arg(cmd, arg);
+		return true;
+	case 'n':
+		r->count = num_arg(cmd, "--count", arg, 1, UINT_MAX);
+		return true;
+	}
+	return false;
 }
 
 /* --sort's key, by @parse; @keys names the keys for the error. */
@@ -957,14 +975,15 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 	};
 	struct watch w = {
 		.stuck_ns = 1000000000ULL, .stuck_mask = TASKSTATE_STUCK_MASK,
-		.delay_ms = 1000,
+		.refresh.delay_ms = 1000,
 	};
 	bool map = true;
 	int c, ret;
 
 	while ((c = next_option(cmd, argc, argv, ":hVp:t:s:d:n:o:",
 				longopts)) != -1) {
-		if (selection_option(cmd, c, optarg, &w.filter))
+		if (selection_option(cmd, c, optarg, &w.filter) ||
+		    refresh_option(cmd, c, optarg, &w.refresh))
 			continue;
 		switch (c) {
 		case 's':
@@ -972,12 +991,6 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 			break;
 		case OPT_STUCK_STATES:
 			w.stuck_mask = state_list_arg(cmd, "--stuck-states", optarg);
-			break;
-		case 'd':
-			w.delay_ms = delay_arg(cmd, optarg);
-			break;
-		case 'n':
-			w.count = num_arg(cmd, "--count", optarg, 1, UINT_MAX);
 			break;
 		case 'o':
 			w.sort = sort_arg(cmd, optarg, parse_sort_key,
@@ -1008,8 +1021,7 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 	term_restore();
 	taskstate_mapping_close(&w.map);
 	free(w.owners);
-	free(w.filter.pids);
-	free(w.filter.tids);
+	filter_free(&w.filter);
 	taskstate_close(w.fd);
 	if (ret < 0) {
 		fprintf(stderr, "taskstate: list: %s\n", strerror(-ret));
@@ -1101,24 +1113,19 @@ static int run_top(const struct command *cmd, int argc, char **argv)
 		COMMON_OPTS,
 		{ }
 	};
-	struct top_opts o = { .delay_ms = 1000, .sort = TASKSTATE_TOTAL_RUNNING };
+	struct top_opts o = {
+		.refresh.delay_ms = 1000, .sort = TASKSTATE_TOTAL_RUNNING,
+	};
 	int c, fd, ret;
 
 	while ((c = next_option(cmd, argc, argv, ":hVp:t:d:n:o:J",
 				longopts)) != -1) {
+		if (selection_option(cmd, c, optarg, &o.filter) ||
+		    refresh_option(cmd, c, optarg, &o.refresh))
+			continue;
 		switch (c) {
-		case 'p':
-		case 't':
-			selection_option(cmd, c, optarg, &o.filter);
-			break;
 		case OPT_PROCESS:
 			o.process = true;
-			break;
-		case 'd':
-			o.delay_ms = delay_arg(cmd, optarg);
-			break;
-		case 'n':
-			o.count = num_arg(cmd, "--count", optarg, 1, INT_MAX);
 			break;
 		case 'o':
 			o.sort = sort_arg(cmd, optarg, top_sort_key,
@@ -1135,8 +1142,7 @@ static int run_top(const struct command *cmd, int argc, char **argv)
 		return EXIT_FAILURE;
 	ret = top_run(fd, &o);
 	taskstate_close(fd);
-	free(o.filter.pids);
-	free(o.filter.tids);
+	filter_free(&o.filter);
 	return ret;
 }
 
@@ -1178,7 +1184,7 @@ static int run_metrics(const struct command *cmd, int argc, char **argv)
 		return EXIT_FAILURE;
 	ret = metrics_run(fd, &o);
 	taskstate_close(fd);
-	free(f.pids);
+	filter_free(&f);
 	return ret;
 }
 

@@ -327,10 +327,10 @@ int top_run(int fd, const struct top_opts *o)
 
 	sort_key = o->sort;
 	ret = top_read_opts(fd, o, &old);
-	for (frame = 0; !ret && (!o->count || frame < o->count); frame++) {
+	for (frame = 0; !ret && (!o->refresh.count || frame < o->refresh.count); frame++) {
 		uint64_t span;
 
-		sleep_ms(o->delay_ms);
+		sleep_ms(o->refresh.delay_ms);
 		ret = top_read_opts(fd, o, &cur);
 		if (ret)
 			break;

@@ -14,10 +14,15 @@
 /* top's sort keys: a total (TASKSTATE_TOTAL_*), or these. */
 #define TOP_SORT_TID	100
 
+/* The refresh options of watch and top: -d, -n. */
+struct refresh {
+	unsigned int delay_ms;	/* between refreshes, at most INT_MAX */
+	unsigned int count;	/* refreshes, 0: until interrupted */
+};
+
 struct top_opts {
 	struct ts_filter filter;	/* -p, -t: pids, tids */
-	unsigned int delay_ms;	/* between refreshes */
-	unsigned int count;	/* refreshes, 0: until interrupted */
+	struct refresh refresh;
 	unsigned int sort;	/* TASKSTATE_TOTAL_* or TOP_SORT_TID */
 	bool json;
 	bool process;		/* --process: one row per process */
