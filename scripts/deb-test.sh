@@ -49,9 +49,11 @@ else
 	echo "# no 6.12 amd64 headers installed: DKMS checked on $k61 alone"
 fi
 
+ts_lock "$TS_SYSTEM_LOCK"
 tmp=$(mktemp -d)
 export DEBIAN_FRONTEND=noninteractive
-apt_q() { apt-get -y -q -o Dpkg::Use-Pty=0 "$@"; }
+# Waiting, as for TS_SYSTEM_LOCK, for another apt user of the machine.
+apt_q() { apt-get -y -q -o Dpkg::Use-Pty=0 -o DPkg::Lock::Timeout=600 "$@"; }
 installed() { dpkg-query -W -f='${db:Status-Status}\n' "$1" 2>/dev/null | grep -qx installed; }
 
 # Whatever an earlier, interrupted run left; and the same at exit.

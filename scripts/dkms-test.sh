@@ -45,6 +45,7 @@ for k in "${kvers[@]}"; do
 	[ -d "/lib/modules/$k/build" ] || bail "no headers for $k in /lib/modules/$k/build"
 done
 
+ts_lock "$TS_SYSTEM_LOCK"
 tmp=$(mktemp -d)
 declare -A had_moddep
 

@@ -27,8 +27,7 @@ start=$(date +%s)
 ksft=$CACHE/linux-source-6.1/tools/testing/selftests
 [ -f "$ksft/lib.mk" ] || bail "no $ksft/lib.mk (run make deps)"
 command -v rsync > /dev/null || bail "rsync is missing (lib.mk installs with it)"
-exec 9> "$CACHE/ksft-test.lock"
-flock 9
+ts_lock "$CACHE/ksft-test.lock"
 place=$ksft/taskstate
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp" "$place"' EXIT

@@ -28,6 +28,19 @@ ts_flavours() {
 	done
 	echo "$*"
 }
+# Held from the call until the script exits, on fd 9: a test that changes
+# what every run on the machine shares (the dpkg database, DKMS's tree and
+# /lib/modules: TS_SYSTEM_LOCK; the source tree in the cache) waits for
+# another run's to finish, so that two runs of make check on one machine
+# do not install and purge the same packages under each other.
+TS_SYSTEM_LOCK=/run/lock/taskstate-system.lock
+[ -d /run/lock ] || TS_SYSTEM_LOCK=/tmp/taskstate-system.lock
+ts_lock() {	# lock file
+	exec 9> "$1" || return
+	flock -n 9 && return
+	echo "# waiting for another run to release $1"
+	flock 9
+}
 # make check's host tests (scripts/NAME.sh, each prints TAP).
 TS_HOST_TESTS="dkms-test install-test deb-test man-test doc-test ksft-test"
 

@@ -34,18 +34,27 @@ if want amd64-5.10; then chroots+=" bullseye"; fi
 if want amd64-7.2 || want proxy; then chroots+=" sid"; fi
 SELF_SUM=$({ cat "$0"; echo "$MODE|$WANT|$TESTS|$BENCHES"; } | sha256sum | cut -d' ' -f1)
 
-if [ -f "$STAMP" ] && grep -qx "$SELF_SUM" "$STAMP"; then
-	exit 0
-fi
+done_before() { [ -f "$STAMP" ] && grep -qx "$SELF_SUM" "$STAMP"; }
+done_before && exit 0
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
 [ "$(id -u)" = 0 ] || { log "must run as root (apt-get)"; exit 1; }
 export DEBIAN_FRONTEND=noninteractive
+# One setup at a time fills the cache; a second finds it filled.
+mkdir -p "$CACHE"
+ts_lock "$CACHE/setup.lock"
+done_before && exit 0
 
 # apt-get update tolerates a partial failure: the i386 security index is
 # sometimes mid-sync on the mirror, and the main index suffices.
 apt_update() { apt-get update -qq >/dev/null 2>&1 || apt-get update -qq || true; }
+# Waiting (up to 10 minutes) for another apt user of the machine rather
+# than failing on its lock.
+apt_install() {
+	apt-get install -y -qq --no-install-recommends \
+		-o DPkg::Lock::Timeout=600 "$@" >/dev/null
+}
 
 if want 686 && ! dpkg --print-foreign-architectures | grep -qx i386; then
 	dpkg --add-architecture i386
@@ -93,7 +102,7 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
 	log "installing: ${missing[*]}"
 	apt_update
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	apt_install "${missing[@]}"
 fi
 
 if [ "$MODE" = demo ]; then
@@ -211,7 +220,7 @@ if want amd64-6.12 || want_test dkms-test; then
 		# package and what it depends on (its kbuild, its common headers, its
 		# kernel image) exist only in backports, so apt finds them there.
 		log "installing $hdr612 from $BPO"
-		apt-get install -y -qq --no-install-recommends "$hdr612" >/dev/null
+		apt_install "$hdr612"
 	fi
 fi
 
