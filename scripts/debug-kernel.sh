@@ -44,10 +44,17 @@ esac
 [ -f "$src/Makefile" ] || { echo "debug-kernel: no $src (run make deps)" >&2; exit 2; }
 
 key=$(cat "$frag/base.config" "$frag/$flavour.config" "$0" | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$out/.key" 2>/dev/null)" = "$key" ] && [ -f "$out/arch/x86/boot/bzImage" ]; then
+built() {
+	[ "$(cat "$out/.key" 2>/dev/null)" = "$key" ] &&
+		[ -f "$out/arch/x86/boot/bzImage" ] || return
 	cat "$out/include/config/kernel.release"
-	exit 0
-fi
+}
+built && exit 0
+# One build at a time: a second run waits for the first and finds the
+# kernel built, instead of removing the tree under it.
+mkdir -p "$CACHE/debug-kernels"
+ts_lock "$CACHE/debug-kernels/$flavour.lock" >&2
+built && exit 0
 
 log() { printf 'debug-kernel: %s\n' "$*" >&2; }
 log "building the $flavour kernel in $out (about 15 min)"
