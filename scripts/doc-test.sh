@@ -197,22 +197,20 @@ mapping_agrees() {	# design.md states.h
 	code_mapping "$2" > "$tmp/code-map"
 	[ -s "$tmp/doc-map" ] || { echo "no TASK_* table under \"## How Linux task states map\""; return 1; }
 	[ "$(wc -l < "$tmp/code-map")" -ge 5 ] || { echo "cannot read ts_state_from_linux()"; return 1; }
+	# A row of the table that maps bit $1 to state $2.
+	row() { grep -qE "(^| )$1( .*)? \|.* $2( |\$)" "$tmp/doc-map"; }
 	while IFS='|' read -r bits states; do
 		bits=$(echo "$bits" | xargs) states=$(echo "$states" | xargs)
 		# Each bit has a row that gives one of the statement's states.
 		for b in $bits; do
 			found=0
-			for s in $states; do
-				grep -E "(^| )$b( .*)? \|.* $s( |\$)" "$tmp/doc-map" >/dev/null && found=1
-			done
+			for s in $states; do row "$b" "$s" && found=1; done
 			[ $found = 1 ] || { echo "$b: no row that maps it to $states (module/states.h)"; rc=1; }
 		done
 		# Each state the statement returns is in a row of one of its bits.
 		for s in $states; do
 			found=0
-			for b in $bits; do
-				grep -E "(^| )$b( .*)? \|.* $s( |\$)" "$tmp/doc-map" >/dev/null && found=1
-			done
+			for b in $bits; do row "$b" "$s" && found=1; done
 			[ $found = 1 ] || { echo "$s: no row of $bits gives it (module/states.h)"; rc=1; }
 		done
 	done < "$tmp/code-map"

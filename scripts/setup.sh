@@ -105,20 +105,32 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt_install "${missing[@]}"
 fi
 
+# Download PKGs (name[:arch]) with GET (apt-get, or papt_get: the private
+# apt below) and unpack them into DST, once: DST/.unpacked marks a
+# complete unpack.
+unpack_debs() {	# get, destination, package...
+	local get=$1 dst=$2 dl deb
+	shift 2
+	[ -f "$dst/.unpacked" ] && return 0
+	log "unpacking $* into $dst"
+	dl=$(mktemp -d "$CACHE/dl.XXXXXX")
+	(cd "$dl" && "$get" -o APT::Sandbox::User=root download -qq "$@" >/dev/null) ||
+		{ rm -rf "$dl"; log "cannot download $*"; exit 1; }
+	rm -rf "$dst"
+	mkdir -p "$dst"
+	for deb in "$dl"/*.deb; do
+		dpkg-deb -x "$deb" "$dst"
+	done
+	rm -rf "$dl"
+	touch "$dst/.unpacked"
+}
+
 if [ "$MODE" = demo ]; then
 	# The image of the 6.1 kernel the headers are for, unless installed
 	# (scripts/vm-run.sh boots either).
 	k61=$("$(dirname "$0")/kernels.sh" amd64)
-	if [ ! -e "/boot/vmlinuz-$k61" ] && [ ! -f "$CACHE/images/$k61/.unpacked" ]; then
-		log "unpacking linux-image-$k61 into $CACHE/images/$k61"
-		mkdir -p "$CACHE/images"
-		dl=$(mktemp -d "$CACHE/dl.XXXXXX")
-		(cd "$dl" && apt-get download -qq "linux-image-$k61" >/dev/null)
-		rm -rf "$CACHE/images/$k61"
-		dpkg-deb -x "$dl"/*.deb "$CACHE/images/$k61"
-		rm -rf "$dl"
-		touch "$CACHE/images/$k61/.unpacked"
-	fi
+	[ -e "/boot/vmlinuz-$k61" ] ||
+		unpack_debs apt-get "$CACHE/images/$k61" "linux-image-$k61"
 	echo "$SELF_SUM" >> "$STAMP"
 	log "all present (demo)"
 	exit 0
@@ -243,19 +255,8 @@ if want 686; then
 	hdr686=$(dpkg-query -W -f='${Depends}' linux-headers-686:i386 |
 		 grep -o 'linux-headers-[0-9.-]*-686' | head -n1)
 	img686=${hdr686/headers/image}
-	unpack_i386() {	# package, destination
-		local pkg=$1 dst=$2
-		[ -f "$dst/.unpacked" ] && return 0
-		log "unpacking $pkg into $dst"
-		rm -rf "$dst" "$CACHE/dl"
-		mkdir -p "$dst" "$CACHE/dl"
-		(cd "$CACHE/dl" && apt-get download -qq "$pkg:i386" >/dev/null)
-		dpkg-deb -x "$CACHE"/dl/*.deb "$dst"
-		rm -rf "$CACHE/dl"
-		touch "$dst/.unpacked"
-	}
-	unpack_i386 "$img686" "$CACHE/i386/$img686"
-	unpack_i386 busybox-static "$CACHE/i386/busybox-static"
+	unpack_debs apt-get "$CACHE/i386/$img686" "$img686:i386"
+	unpack_debs apt-get "$CACHE/i386/busybox-static" busybox-static:i386
 fi
 
 # --- The kernel matrix beyond bookworm's own (scripts/kernels.sh) --------
@@ -317,24 +318,7 @@ meta_release() {	# meta package, suffix (amd64, arm64)
 		sort -V | tail -n1 | grep .
 }
 
-# Download PKGs (name[:arch]) with the private apt and unpack them into DST,
-# once: DST/.unpacked marks a complete unpack.
-unpack_pkgs() {	# destination, package...
-	local dst=$1 dl
-	shift
-	[ -f "$dst/.unpacked" ] && return 0
-	log "unpacking $* into $dst"
-	dl=$(mktemp -d "$CACHE/dl.XXXXXX")
-	(cd "$dl" && papt apt-get download -qq "$@" >/dev/null) ||
-		{ rm -rf "$dl"; log "cannot download $*"; exit 1; }
-	rm -rf "$dst"
-	mkdir -p "$dst"
-	for deb in "$dl"/*.deb; do
-		dpkg-deb -x "$deb" "$dst"
-	done
-	rm -rf "$dl"
-	touch "$dst/.unpacked"
-}
+papt_get() { papt apt-get "$@"; }
 
 # A kernel image package and the linux-* packages of the same release it
 # depends on (sid splits the kernel into linux-binary-KVER and
@@ -354,7 +338,7 @@ image_pkgs() {	# kver, suffix (:arm64 or empty)
 unpack_image() {	# flavour, kver
 	local kver=$2
 	# shellcheck disable=SC2046
-	unpack_pkgs "$CACHE/images/$kver" $(image_pkgs "$kver" "")
+	unpack_debs papt_get "$CACHE/images/$kver" $(image_pkgs "$kver" "")
 	echo "$kver" > "$CACHE/kernels/$1"
 }
 
@@ -364,15 +348,8 @@ if want amd64-6.12; then
 	       sed -n 's/^linux-headers-\(6\.12\.[^ ]*[0-9]-amd64\) .* ok installed$/\1/p' |
 	       sort -V | tail -n1)
 	[ -n "$k612" ] || { log "no 6.12 headers installed"; exit 1; }
-	if [ ! -e "/boot/vmlinuz-$k612" ] && [ ! -f "$CACHE/images/$k612/.unpacked" ]; then
-		log "unpacking linux-image-$k612 into $CACHE/images/$k612"
-		dl=$(mktemp -d "$CACHE/dl.XXXXXX")
-		(cd "$dl" && apt-get download -qq "linux-image-$k612" >/dev/null)
-		rm -rf "$CACHE/images/$k612"
-		dpkg-deb -x "$dl"/*.deb "$CACHE/images/$k612"
-		rm -rf "$dl"
-		touch "$CACHE/images/$k612/.unpacked"
-	fi
+	[ -e "/boot/vmlinuz-$k612" ] ||
+		unpack_debs apt-get "$CACHE/images/$k612" "linux-image-$k612"
 	echo "$k612" > "$CACHE/kernels/amd64-6.12"
 fi
 
@@ -467,9 +444,9 @@ fi
 if want arm64; then
 	karm=$(meta_release linux-image-arm64:arm64/"$REL" arm64) ||
 		{ log "no linux-image-arm64 in $REL"; exit 1; }
-	unpack_pkgs "$CACHE/arm64/image-$karm" "linux-image-$karm:arm64"
+	unpack_debs papt_get "$CACHE/arm64/image-$karm" "linux-image-$karm:arm64"
 	hdr=$CACHE/arm64/headers-$karm
-	unpack_pkgs "$hdr" "linux-headers-$karm:arm64" "linux-headers-${karm%-arm64}-common"
+	unpack_debs papt_get "$hdr" "linux-headers-$karm:arm64" "linux-headers-${karm%-arm64}-common"
 	kb=$(readlink "$hdr/usr/src/linux-headers-$karm/scripts")	# ../../lib/linux-kbuild-X/scripts
 	kb=${kb#../../lib/}
 	kb=${kb%%/*}
@@ -478,7 +455,7 @@ if want arm64; then
 	ln -sfn "/usr/lib/$kb" "$hdr/usr/lib/$kb"
 	sed -i "s|^include /usr/src/|include $hdr/usr/src/|" \
 		"$hdr/usr/src/linux-headers-$karm/Makefile"
-	unpack_pkgs "$CACHE/arm64/busybox-static" busybox-static:arm64
+	unpack_debs papt_get "$CACHE/arm64/busybox-static" busybox-static:arm64
 	echo "$karm" > "$CACHE/kernels/arm64"
 fi
 

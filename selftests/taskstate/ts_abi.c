@@ -100,53 +100,34 @@ static uint64_t ptr_u64(const void *p)
 static void fill_valid(const struct ts_cmd *c, void *buf, uint32_t size,
 		       pid_t tid)
 {
+	/* INFO's and PROCESS's arguments are out fields but for two. */
+	bool out = c->cmd == TASKSTATE_IOC_INFO ||
+		   c->cmd == TASKSTATE_IOC_PROCESS;
+
+	memset(buf, out ? POISON : 0, c->ksize);
 	switch (c->cmd) {
-	case TASKSTATE_IOC_INFO: {
-		struct taskstate_info *a = buf;
-
-		memset(a, POISON, sizeof(*a));
-		a->flags = 0;
+	case TASKSTATE_IOC_INFO:
+		((struct taskstate_info *)buf)->flags = 0;
 		break;
-	}
 	case TASKSTATE_IOC_TRACK:
-	case TASKSTATE_IOC_UNTRACK: {
-		struct taskstate_track *a = buf;
-
-		memset(a, 0, sizeof(*a));
-		a->id = (uint32_t)tid;
-		a->nr_threads = POISON64;
+	case TASKSTATE_IOC_UNTRACK:
+		((struct taskstate_track *)buf)->id = (uint32_t)tid;
+		((struct taskstate_track *)buf)->nr_threads = POISON64;
 		break;
-	}
-	case TASKSTATE_IOC_SAMPLE: {
-		struct taskstate_sample *a = buf;
-
-		memset(a, 0, sizeof(*a));
-		a->found = POISON32;
+	case TASKSTATE_IOC_SAMPLE:
+		((struct taskstate_sample *)buf)->found = POISON32;
 		break;
-	}
-	case TASKSTATE_IOC_LIST: {
-		struct taskstate_list *a = buf;
-
-		memset(a, 0, sizeof(*a));
-		a->filled = POISON32;
-		a->total = POISON32;
+	case TASKSTATE_IOC_LIST:
+		((struct taskstate_list *)buf)->filled = POISON32;
+		((struct taskstate_list *)buf)->total = POISON32;
 		break;
-	}
-	case TASKSTATE_IOC_LOCATE: {
-		struct taskstate_locate *a = buf;
-
-		memset(a, 0, sizeof(*a));
-		a->found = POISON32;
+	case TASKSTATE_IOC_LOCATE:
+		((struct taskstate_locate *)buf)->found = POISON32;
 		break;
-	}
-	case TASKSTATE_IOC_PROCESS: {
-		struct taskstate_process *a = buf;
-
-		memset(a, POISON, sizeof(*a));
-		a->flags = 0;
-		a->pid = (uint32_t)tid;
+	case TASKSTATE_IOC_PROCESS:
+		((struct taskstate_process *)buf)->flags = 0;
+		((struct taskstate_process *)buf)->pid = (uint32_t)tid;
 		break;
-	}
 	}
 	*(uint32_t *)buf = size;
 }
@@ -959,6 +940,27 @@ TEST_F(abi, readonly_arg_is_efault)
 	munmap(page, ps);
 }
 
+/*
+ * @cmd on @arg fails with EFAULT for each bad place of @entries, its
+ * entries field: none, a PROT_NONE page, an unmapped one, a read-only one
+ * (where answers cannot be written) and kernel addresses.
+ */
+static void expect_efault_entries(struct __test_metadata *_metadata, int fd,
+				  unsigned long cmd, void *arg,
+				  __u64 *entries, char *none, char *gone,
+				  char *ro)
+{
+	const uint64_t edges[] = { 0, ptr_u64(none), ptr_u64(gone), ptr_u64(ro) };
+	const size_t n = ARRAY_SIZE(edges);
+	size_t i;
+
+	for (i = 0; i < n + ARRAY_SIZE(kernel_addrs); i++) {
+		*entries = i < n ? edges[i] : (__u64)kernel_addrs[i - n];
+		EXPECT_EQ(-EFAULT, ts_ioc(fd, cmd, arg))
+			TH_LOG("entries at %#llx", (unsigned long long)*entries);
+	}
+}
+
 /* Every bad place for SAMPLE's entries. */
 TEST_F(abi, sample_bad_entries_is_efault)
 {
@@ -967,35 +969,19 @@ TEST_F(abi, sample_bad_entries_is_efault)
 	char *gone = map_edge(0, true);
 	char *ro = map_edge(PROT_READ, false);
 	struct taskstate_entry *e;
-	size_t i;
 
 	ASSERT_TRUE(none != NULL);
 	ASSERT_TRUE(gone != NULL);
 	ASSERT_TRUE(ro != NULL);
 	TRACK_SELF();
 
-	a.entries = 0;
-	EXPECT_EQ(-EFAULT, ts_ioc(self->fd, TASKSTATE_IOC_SAMPLE, &a));
-	a.entries = ptr_u64(none);
-	EXPECT_EQ(-EFAULT, ts_ioc(self->fd, TASKSTATE_IOC_SAMPLE, &a));
-	a.entries = ptr_u64(gone);
-	EXPECT_EQ(-EFAULT, ts_ioc(self->fd, TASKSTATE_IOC_SAMPLE, &a));
-	for (i = 0; i < ARRAY_SIZE(kernel_addrs); i++) {
-		a.entries = ptr_u64((void *)kernel_addrs[i]);
-		EXPECT_EQ(-EFAULT, ts_ioc(self->fd, TASKSTATE_IOC_SAMPLE, &a))
-			TH_LOG("entries at %#lx", (unsigned long)kernel_addrs[i]);
-	}
-
+	expect_efault_entries(_metadata, self->fd, TASKSTATE_IOC_SAMPLE, &a,
+			      &a.entries, none, gone, ro);
 	/* the first entry fine, the second past the edge */
 	e = (struct taskstate_entry *)none - 1;
 	e->tid = self->tid;
 	a.count = 2;
 	a.entries = ptr_u64(e);
-	EXPECT_EQ(-EFAULT, ts_ioc(self->fd, TASKSTATE_IOC_SAMPLE, &a));
-
-	/* readable, so the tids are read, but the answers cannot be written */
-	a.count = 1;
-	a.entries = ptr_u64(ro);
 	EXPECT_EQ(-EFAULT, ts_ioc(self->fd, TASKSTATE_IOC_SAMPLE, &a));
 
 	unmap_edge(none);
@@ -1013,7 +999,6 @@ TEST_F(abi, list_bad_entries_is_efault)
 	char *gone = map_edge(0, true);
 	char *ro = map_edge(PROT_READ, false);
 	struct parked p;
-	size_t i;
 
 	ASSERT_TRUE(none != NULL);
 	ASSERT_TRUE(gone != NULL);
@@ -1021,19 +1006,8 @@ TEST_F(abi, list_bad_entries_is_efault)
 	ASSERT_EQ(0, park_threads(&p));
 	TRACK_PROCESS();
 
-	a.entries = 0;
-	EXPECT_EQ(-EFAULT, ts_ioc(self->fd, TASKSTATE_IOC_LIST, &a));
-	a.entries = ptr_u64(none);
-	EXPECT_EQ(-EFAULT, ts_ioc(self->fd, TASKSTATE_IOC_LIST, &a));
-	a.entries = ptr_u64(gone);
-	EXPECT_EQ(-EFAULT, ts_ioc(self->fd, TASKSTATE_IOC_LIST, &a));
-	a.entries = ptr_u64(ro);
-	EXPECT_EQ(-EFAULT, ts_ioc(self->fd, TASKSTATE_IOC_LIST, &a));
-	for (i = 0; i < ARRAY_SIZE(kernel_addrs); i++) {
-		a.entries = ptr_u64((void *)kernel_addrs[i]);
-		EXPECT_EQ(-EFAULT, ts_ioc(self->fd, TASKSTATE_IOC_LIST, &a))
-			TH_LOG("entries at %#lx", (unsigned long)kernel_addrs[i]);
-	}
+	expect_efault_entries(_metadata, self->fd, TASKSTATE_IOC_LIST, &a,
+			      &a.entries, none, gone, ro);
 
 	/* room for all our threads, the last one past the edge */
 	a.count = NR_PARKED + 1;

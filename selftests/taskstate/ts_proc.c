@@ -305,18 +305,26 @@ TEST_F_TIMEOUT(proc, untrack_process_racing_exits, 180)
 	TH_LOG("%d rounds, %lu workers exited", round, c.exited);
 }
 
+/* `taskstate metrics -p @pid`'s output, to pclose(); NULL on error. */
+static FILE *metrics_of(pid_t pid)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "%.256s/taskstate metrics -p %d",
+		 ts_bin_dir(), (int)pid);
+	return popen(cmd, "r");
+}
+
 /* One metrics scrape: this process's counters, in ns; 0 or -1. */
 static int scrape(pid_t pid, __u64 v[NT])
 {
 	unsigned long long s, ns;
 	static const char metric[] = "taskstate_state_seconds_total{";
-	char cmd[512], line[512], state[32];
+	char line[512], state[32];
 	int k, seen = 0;
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "%.256s/taskstate metrics -p %d",
-		 ts_bin_dir(), (int)pid);
-	f = popen(cmd, "r");
+	f = metrics_of(pid);
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
@@ -366,9 +374,9 @@ TEST_F_TIMEOUT(proc, metrics_counters_never_decrease, 180)
 }
 
 /*
- * One metrics scrape of @pid's counter lines (@counters), threads
- * gauge lines of states some thread is in (@threads), and the start of its counters (@start_ns, 0
- * if not shown); 0 or -1.
+ * One metrics scrape of @pid: its counter lines (@counters), its threads
+ * gauge lines of states some thread is in (@threads), and the start of
+ * its counters (@start_ns, 0 if not shown); 0 or -1.
  */
 static int scrape_families(pid_t pid, int *counters, int *threads,
 			   uint64_t *start_ns)
@@ -376,15 +384,13 @@ static int scrape_families(pid_t pid, int *counters, int *threads,
 	static const char start[] = "taskstate_process_start_time_seconds{";
 	static const char counter[] = "taskstate_state_seconds_total{";
 	static const char gauge[] = "taskstate_threads{";
-	char cmd[512], line[512];
 	unsigned long long s, ns;
+	char line[512];
 	FILE *f;
 
 	*counters = *threads = 0;
 	*start_ns = 0;
-	snprintf(cmd, sizeof(cmd), "%.256s/taskstate metrics -p %d",
-		 ts_bin_dir(), (int)pid);
-	f = popen(cmd, "r");
+	f = metrics_of(pid);
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {

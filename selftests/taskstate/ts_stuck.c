@@ -126,6 +126,29 @@ static void *newcomer(void *arg)
 	return NULL;
 }
 
+/*
+ * The device, open, with @id tracked: by @cmd, a shell command that loads
+ * the module with track_all=1, or else by TRACK (@is_pid: @id's whole
+ * process) on the module loaded without it.
+ */
+static int open_tracking(struct __test_metadata *_metadata, const char *cmd,
+			 pid_t id, bool is_pid)
+{
+	struct taskstate_info info;
+	int fd;
+
+	if (cmd)
+		ASSERT_EQ(0, system(cmd)) TH_LOG("%s", cmd);
+	fd = taskstate_open();
+	ASSERT_LE(0, fd);
+	if (!cmd) {
+		ASSERT_EQ(0, taskstate_info(fd, &info));
+		ASSERT_EQ(0, info.track_all);
+		ASSERT_EQ(0, taskstate_track(fd, id, is_pid, NULL));
+	}
+	return fd;
+}
+
 TEST(stuck_threads_show_their_age)
 {
 	const char *cmd = getenv("TS_LOAD_CMD");
@@ -166,20 +189,9 @@ TEST(stuck_threads_show_their_age)
 	ts_sleep_ms(STUCK_MS);
 
 	t_track = taskstate_now_ns();
-	if (cmd) {
-		ASSERT_EQ(0, system(cmd)) TH_LOG("%s", cmd);
-		fd = taskstate_open();
-		ASSERT_LE(0, fd);
-	} else {
-		struct taskstate_info info;
-
-		fd = taskstate_open();
-		ASSERT_LE(0, fd);
-		ASSERT_EQ(0, taskstate_info(fd, &info));
-		ASSERT_EQ(0, info.track_all);
-		ASSERT_EQ(0, taskstate_track(fd, proc, true, NULL));
+	fd = open_tracking(_metadata, cmd, proc, true);
+	if (!cmd)
 		ASSERT_EQ(0, taskstate_track(fd, stopped, true, NULL));
-	}
 	ASSERT_EQ(0, pthread_create(&nt, NULL, newcomer, &new_tid));
 	while (!__atomic_load_n(&new_tid, __ATOMIC_ACQUIRE))
 		ts_sleep_ms(1);
@@ -465,19 +477,7 @@ TEST(woken_thread_shows_time_since_wakeup)
 	while (proc_state(w.tid) != 'R')
 		ts_sleep_ms(1);
 
-	if (cmd) {
-		ASSERT_EQ(0, system(cmd)) TH_LOG("%s", cmd);
-		fd = taskstate_open();
-		ASSERT_LE(0, fd);
-	} else {
-		struct taskstate_info info;
-
-		fd = taskstate_open();
-		ASSERT_LE(0, fd);
-		ASSERT_EQ(0, taskstate_info(fd, &info));
-		ASSERT_EQ(0, info.track_all);
-		ASSERT_EQ(0, taskstate_track(fd, w.tid, false, NULL));
-	}
+	fd = open_tracking(_metadata, cmd, w.tid, false);
 	e.tid = w.tid;
 	ASSERT_EQ(1, taskstate_sample(fd, &e, NULL, 1));
 	now = taskstate_now_ns();
