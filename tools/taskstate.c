@@ -26,10 +26,23 @@
 
 #define EXIT_USAGE	2
 
+/* Which commands take an option: struct command's opts, options[]. */
+enum {
+	C_MAIN = 1 << 0,	/* taskstate's own, before the command */
+	C_TRACK = 1 << 1,	/* track and untrack */
+	C_SHOW = 1 << 2,
+	C_WATCH = 1 << 3,
+	C_TOP = 1 << 4,
+	C_METRICS = 1 << 5,
+	C_INFO = 1 << 6,
+	C_ALL = (1 << 7) - 1,
+};
+
 struct command {
 	const char *name;
 	int (*run)(const struct command *cmd, int argc, char **argv);
 	const char *help;
+	unsigned int opts;	/* its C_* bit, options[] */
 };
 
 static const char main_help[] =
@@ -239,27 +252,82 @@ enum {
 	OPT_STUCK_STATES, OPT_PROCESS, OPT_GROUP_BY, OPT_OUTPUT,
 };
 
-/* In every command's options, and "hV" in its optstring. */
-#define COMMON_OPTS \
-	{ "help", no_argument, NULL, 'h' }, \
-	{ "version", no_argument, NULL, 'V' }
-/* The row filters of show and watch (struct ts_filter). */
-#define FILTER_OPTS \
-	{ "pid", required_argument, NULL, 'p' }, \
-	{ "tid", required_argument, NULL, 't' }, \
-	{ "state", required_argument, NULL, OPT_STATE }, \
-	{ "min-age", required_argument, NULL, OPT_MIN_AGE }
+/*
+ * Every option of every command, once, with the commands that take it.
+ * Those below 256 are short options too; each has its long name.
+ */
+static const struct {
+	const char *name;
+	int has_arg;
+	int val;
+	unsigned int cmds;
+} options[] = {
+	{ "help", no_argument, 'h', C_ALL },
+	{ "version", no_argument, 'V', C_ALL },
+	{ "pid", required_argument, 'p', C_TRACK | C_SHOW | C_WATCH | C_TOP | C_METRICS },
+	{ "tid", required_argument, 't', C_TRACK | C_SHOW | C_WATCH | C_TOP },
+	{ "state", required_argument, OPT_STATE, C_SHOW | C_WATCH },
+	{ "min-age", required_argument, OPT_MIN_AGE, C_SHOW | C_WATCH },
+	{ "json", no_argument, 'J', C_SHOW | C_TOP | C_INFO },
+	{ "ns", no_argument, OPT_NS, C_SHOW | C_WATCH },
+	{ "since", required_argument, OPT_SINCE, C_SHOW },
+	{ "stuck", required_argument, 's', C_WATCH },
+	{ "stuck-states", required_argument, OPT_STUCK_STATES, C_WATCH },
+	{ "delay", required_argument, 'd', C_WATCH | C_TOP },
+	{ "count", required_argument, 'n', C_WATCH | C_TOP },
+	{ "sort", required_argument, 'o', C_WATCH | C_TOP },
+	{ "no-map", no_argument, OPT_NO_MAP, C_WATCH },
+	{ "process", no_argument, OPT_PROCESS, C_TOP },
+	{ "group-by", required_argument, OPT_GROUP_BY, C_METRICS },
+	{ "output", required_argument, OPT_OUTPUT, C_METRICS },
+};
 
 /*
- * getopt_long() over a command's arguments: prints the help and exits for
- * -h, the version for -V, exits with a usage error for a bad option, else
- * returns the option (-1 at the end).  optstring must start with ':'.
+ * getopt_long()'s arguments for @cmd: the rows of options[] it takes, and
+ * their short options after ':' (and first '+' for taskstate's own, to
+ * stop at the command name: the command's options are its own).
  */
-static int next_option(const struct command *cmd, int argc, char **argv,
-		       const char *optstring, const struct option *longopts)
+static void command_options(const struct command *cmd,
+			    struct option *longopts, char *optstring)
 {
-	int c = getopt_long(argc, argv, optstring, longopts, NULL);
+	size_t i;
 
+	if (cmd->opts & C_MAIN)
+		*optstring++ = '+';
+	*optstring++ = ':';
+	for (i = 0; i < ARRAY_SIZE(options); i++) {
+		if (!(options[i].cmds & cmd->opts))
+			continue;
+		*longopts++ = (struct option){ options[i].name,
+					       options[i].has_arg, NULL,
+					       options[i].val };
+		if (options[i].val >= 256)
+			continue;
+		*optstring++ = (char)options[i].val;
+		if (options[i].has_arg == required_argument)
+			*optstring++ = ':';
+	}
+	*longopts = (struct option){ 0 };
+	*optstring = '\0';
+}
+
+/*
+ * getopt_long() over a command's arguments and options: prints the help
+ * and exits for -h, the version for -V, exits with a usage error for a
+ * bad option, else returns the option (-1 at the end).
+ */
+static int next_option(const struct command *cmd, int argc, char **argv)
+{
+	static struct option longopts[ARRAY_SIZE(options) + 1];
+	static char optstring[2 + 2 * ARRAY_SIZE(options) + 1];
+	static const struct command *parsing;
+	int c;
+
+	if (parsing != cmd) {
+		command_options(cmd, longopts, optstring);
+		parsing = cmd;
+	}
+	c = getopt_long(argc, argv, optstring, longopts, NULL);
 	switch (c) {
 	case 'h':
 		fputs(cmd->help, stdout);
@@ -508,25 +576,29 @@ static void filter_free(struct ts_filter *f)
 	free(f->tids);
 }
 
+/* -p's or -t's list, @what "PID" or "TID", replacing an earlier one. */
+static void id_list_arg(const struct command *cmd, const char *what,
+			const char *arg, uint32_t **ids, size_t *n)
+{
+	free(*ids);
+	if (parse_id_list(arg, ids, n))
+		usage_error(cmd, "%s list '%s' is not numbers 1..%d separated by commas",
+			    what, arg, INT_MAX);
+}
+
 /*
- * A selection option (-p -t --state --min-age, in the longopts of show
- * and watch; -p -t of track, untrack, top) into f: whether c was one.
+ * A selection option (-p -t --state --min-age of show and watch; -p -t
+ * of track, untrack, top; -p of metrics) into f: whether c was one.
  */
 static bool selection_option(const struct command *cmd, int c,
 			     const char *arg, struct ts_filter *f)
 {
 	switch (c) {
 	case 'p':
-		free(f->pids);
-		if (parse_id_list(arg, &f->pids, &f->npids))
-			usage_error(cmd, "PID list '%s' is not numbers 1..%d separated by commas",
-				    arg, INT_MAX);
+		id_list_arg(cmd, "PID", arg, &f->pids, &f->npids);
 		return true;
 	case 't':
-		free(f->tids);
-		if (parse_id_list(arg, &f->tids, &f->ntids))
-			usage_error(cmd, "TID list '%s' is not numbers 1..%d separated by commas",
-				    arg, INT_MAX);
+		id_list_arg(cmd, "TID", arg, &f->tids, &f->ntids);
 		return true;
 	case OPT_STATE:
 		f->states = state_list_arg(cmd, "--state", arg);
@@ -564,17 +636,11 @@ static int track_one(const struct command *cmd, int fd, unsigned int id,
 /* track and untrack: each process of -p, then each thread of -t. */
 static int run_track(const struct command *cmd, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "tid", required_argument, NULL, 't' },
-		COMMON_OPTS,
-		{ }
-	};
 	struct ts_filter f = { 0 };
 	int c, fd, status = EXIT_SUCCESS;
 	size_t i;
 
-	while ((c = next_option(cmd, argc, argv, ":hVp:t:", longopts)) != -1)
+	while ((c = next_option(cmd, argc, argv)) != -1)
 		selection_option(cmd, c, optarg, &f);
 	no_args(cmd, argc, argv);
 	if (!f.npids && !f.ntids)
@@ -594,14 +660,6 @@ static int run_track(const struct command *cmd, int argc, char **argv)
 
 static int run_show(const struct command *cmd, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		FILTER_OPTS,
-		{ "json", no_argument, NULL, 'J' },
-		{ "ns", no_argument, NULL, OPT_NS },
-		{ "since", required_argument, NULL, OPT_SINCE },
-		COMMON_OPTS,
-		{ }
-	};
 	struct ts_widths w = { 0 };
 	char line[TS_LINE_MAX];
 	struct ts_filter f = { 0 };
@@ -610,7 +668,7 @@ static int run_show(const struct command *cmd, int argc, char **argv)
 	size_t i, n;
 	int c, fd, total;
 
-	while ((c = next_option(cmd, argc, argv, ":hVp:t:J", longopts)) != -1) {
+	while ((c = next_option(cmd, argc, argv)) != -1) {
 		if (selection_option(cmd, c, optarg, &f))
 			continue;
 		switch (c) {
@@ -728,7 +786,7 @@ static void catch_quit_signals(void)
 	size_t i;
 
 	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < sizeof(quit_signals) / sizeof(quit_signals[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(quit_signals); i++)
 		sigaction(quit_signals[i], &sa, NULL);
 }
 
@@ -961,18 +1019,6 @@ static int sort_arg(const struct command *cmd, const char *s,
 
 static int run_watch(const struct command *cmd, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		FILTER_OPTS,
-		{ "stuck", required_argument, NULL, 's' },
-		{ "stuck-states", required_argument, NULL, OPT_STUCK_STATES },
-		{ "delay", required_argument, NULL, 'd' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "sort", required_argument, NULL, 'o' },
-		{ "ns", no_argument, NULL, OPT_NS },
-		{ "no-map", no_argument, NULL, OPT_NO_MAP },
-		COMMON_OPTS,
-		{ }
-	};
 	struct watch w = {
 		.stuck_ns = 1000000000ULL, .stuck_mask = TASKSTATE_STUCK_MASK,
 		.refresh.delay_ms = 1000,
@@ -980,8 +1026,7 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 	bool map = true;
 	int c, ret;
 
-	while ((c = next_option(cmd, argc, argv, ":hVp:t:s:d:n:o:",
-				longopts)) != -1) {
+	while ((c = next_option(cmd, argc, argv)) != -1) {
 		if (selection_option(cmd, c, optarg, &w.filter) ||
 		    refresh_option(cmd, c, optarg, &w.refresh))
 			continue;
@@ -1032,11 +1077,6 @@ static int run_watch(const struct command *cmd, int argc, char **argv)
 
 static int run_info(const struct command *cmd, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'J' },
-		COMMON_OPTS,
-		{ }
-	};
 	struct taskstate_info info;
 	struct map_owner *owners = NULL;
 	struct taskstate_mapping m;
@@ -1050,7 +1090,7 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 	};
 	size_t i;
 
-	while ((c = next_option(cmd, argc, argv, ":hVJ", longopts)) != -1)
+	while ((c = next_option(cmd, argc, argv)) != -1)
 		json = true;		/* -J is the only option left */
 	no_args(cmd, argc, argv);
 
@@ -1102,24 +1142,12 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 
 static int run_top(const struct command *cmd, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "tid", required_argument, NULL, 't' },
-		{ "process", no_argument, NULL, OPT_PROCESS },
-		{ "delay", required_argument, NULL, 'd' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "sort", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'J' },
-		COMMON_OPTS,
-		{ }
-	};
 	struct top_opts o = {
 		.refresh.delay_ms = 1000, .sort = TASKSTATE_TOTAL_RUNNING,
 	};
 	int c, fd, ret;
 
-	while ((c = next_option(cmd, argc, argv, ":hVp:t:d:n:o:J",
-				longopts)) != -1) {
+	while ((c = next_option(cmd, argc, argv)) != -1) {
 		if (selection_option(cmd, c, optarg, &o.filter) ||
 		    refresh_option(cmd, c, optarg, &o.refresh))
 			continue;
@@ -1148,18 +1176,11 @@ static int run_top(const struct command *cmd, int argc, char **argv)
 
 static int run_metrics(const struct command *cmd, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "group-by", required_argument, NULL, OPT_GROUP_BY },
-		{ "output", required_argument, NULL, OPT_OUTPUT },
-		COMMON_OPTS,
-		{ }
-	};
 	struct metrics_opts o = { 0 };
 	struct ts_filter f = { 0 };
 	int c, fd, ret;
 
-	while ((c = next_option(cmd, argc, argv, ":hVp:", longopts)) != -1) {
+	while ((c = next_option(cmd, argc, argv)) != -1) {
 		switch (c) {
 		case 'p':
 			selection_option(cmd, c, optarg, &f);
@@ -1189,36 +1210,33 @@ static int run_metrics(const struct command *cmd, int argc, char **argv)
 }
 
 static const struct command commands[] = {
-	{ "track", run_track, track_help },
-	{ "untrack", run_track, untrack_help },
-	{ "show", run_show, show_help },
-	{ "watch", run_watch, watch_help },
-	{ "top", run_top, top_help },
-	{ "metrics", run_metrics, metrics_help },
-	{ "info", run_info, info_help },
+	{ "track", run_track, track_help, C_TRACK },
+	{ "untrack", run_track, untrack_help, C_TRACK },
+	{ "show", run_show, show_help, C_SHOW },
+	{ "watch", run_watch, watch_help, C_WATCH },
+	{ "top", run_top, top_help, C_TOP },
+	{ "metrics", run_metrics, metrics_help, C_METRICS },
+	{ "info", run_info, info_help, C_INFO },
 };
 
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		COMMON_OPTS,
-		{ }
+	static const struct command top = {
+		.help = main_help, .opts = C_MAIN,
 	};
-	static const struct command top = { .help = main_help };
 	const struct command *cmd;
 	int ret;
 
 	opterr = 0;
-	/* '+': stop at the command name, its options are its own. */
-	while (next_option(&top, argc, argv, "+:hV", longopts) != -1)
+	/* Up to the command name: '+' in command_options(). */
+	while (next_option(&top, argc, argv) != -1)
 		;	/* -h and -V exit in next_option() */
 	if (optind == argc)
 		usage_error(NULL, "missing command");
-	for (cmd = commands; cmd < commands + sizeof(commands) /
-				sizeof(commands[0]); cmd++)
+	for (cmd = commands; cmd < commands + ARRAY_SIZE(commands); cmd++)
 		if (!strcmp(argv[optind], cmd->name))
 			break;
-	if (cmd == commands + sizeof(commands) / sizeof(commands[0]))
+	if (cmd == commands + ARRAY_SIZE(commands))
 		usage_error(NULL, "unknown command '%s'", argv[optind]);
 
 	argc -= optind;

@@ -534,27 +534,29 @@ enum family_id {
 	F_TRACKED, F_SLOTS, F_UNTRACKED, F_TOTALS_ON, NR_FAMILIES
 };
 
+/* Their HELP texts; put_family() adds the full stop. */
+#define HELP_TOTAL "Seconds the tracked threads spent in each state (running, runnable, sleeping, blocked, other: stopped, traced or dead)"
+#define HELP_START "When the counters of taskstate_state_seconds_total began, in seconds since boot (CLOCK_BOOTTIME): a new value means they restarted from zero"
+#define HELP_THREADS "Tracked threads in each state now"
+#define HELP_OLDEST "How long the tracked thread longest in each state has been in it now (0: none in it)"
+#define HELP_TRACKED "Threads the module tracks now, system-wide"
+#define HELP_SLOTS "Threads the module can track at once (its max_threads parameter)"
+#define HELP_UNTRACKED "Threads left untracked since the module was loaded because its table was full"
+#define HELP_TOTALS_ON "1 if the module keeps per-state totals (its totals parameter), else 0"
+
 static const struct family {
 	const char *name;
 	const char *type;
 	const char *help;
 } families[NR_FAMILIES] = {
-	[F_TOTAL] = { "taskstate_state_seconds_total", "counter",
-		"Seconds the tracked threads spent in each state (running, runnable, sleeping, blocked, other: stopped, traced or dead)" },
-	[F_START] = { "taskstate_process_start_time_seconds", "gauge",
-		"When the counters of taskstate_state_seconds_total began, in seconds since boot (CLOCK_BOOTTIME): a new value means they restarted from zero" },
-	[F_THREADS] = { "taskstate_threads", "gauge",
-		"Tracked threads in each state now" },
-	[F_OLDEST] = { "taskstate_oldest_seconds", "gauge",
-		"How long the tracked thread longest in each state has been in it now (0: none in it)" },
-	[F_TRACKED] = { "taskstate_tracked_threads", "gauge",
-		"Threads the module tracks now, system-wide" },
-	[F_SLOTS] = { "taskstate_table_slots", "gauge",
-		"Threads the module can track at once (its max_threads parameter)" },
-	[F_UNTRACKED] = { "taskstate_untracked_threads_total", "counter",
-		"Threads left untracked since the module was loaded because its table was full" },
-	[F_TOTALS_ON] = { "taskstate_totals_enabled", "gauge",
-		"1 if the module keeps per-state totals (its totals parameter), else 0" },
+	[F_TOTAL] = { "taskstate_state_seconds_total", "counter", HELP_TOTAL },
+	[F_START] = { "taskstate_process_start_time_seconds", "gauge", HELP_START },
+	[F_THREADS] = { "taskstate_threads", "gauge", HELP_THREADS },
+	[F_OLDEST] = { "taskstate_oldest_seconds", "gauge", HELP_OLDEST },
+	[F_TRACKED] = { "taskstate_tracked_threads", "gauge", HELP_TRACKED },
+	[F_SLOTS] = { "taskstate_table_slots", "gauge", HELP_SLOTS },
+	[F_UNTRACKED] = { "taskstate_untracked_threads_total", "counter", HELP_UNTRACKED },
+	[F_TOTALS_ON] = { "taskstate_totals_enabled", "gauge", HELP_TOTALS_ON },
 };
 
 static void put_scalar(FILE *f, enum family_id v, uint64_t value)
