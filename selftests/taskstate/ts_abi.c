@@ -477,6 +477,8 @@ FIXTURE(abi) {
 	struct taskstate_info info;
 	pid_t pid;
 	pid_t tid;
+	char *page;	/* one page of zeroes, for arguments of any size */
+	uint32_t ps;	/* its size */
 };
 
 /*
@@ -499,10 +501,16 @@ FIXTURE_SETUP(abi)
 	ASSERT_EQ(0, do_info(self->fd, &self->info));
 	self->pid = getpid();
 	self->tid = ts_gettid();
+	self->ps = page_size();
+	self->page = mmap(NULL, self->ps, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(self->page != MAP_FAILED);
 }
 
 FIXTURE_TEARDOWN(abi)
 {
+	if (self->page && self->page != MAP_FAILED)
+		munmap(self->page, self->ps);
 	if (self->fd >= 0)
 		close(self->fd);
 }
@@ -644,60 +652,62 @@ TEST_F(abi, size_above_page_is_e2big)
 	}
 }
 
+/*
+ * @c in the fixture's page at @size bytes: its valid argument, zeroes past
+ * the kernel's size but byte @set (0: none) set.
+ */
+static int ioc_sized(FIXTURE_DATA(abi) *self, const struct ts_cmd *c,
+		     uint32_t size, uint32_t set)
+{
+	memset(self->page, 0, self->ps);
+	fill_valid(c, self->page, size, self->tid);
+	if (set)
+		self->page[set] = (char)0x80;
+	return ts_ioc(self->fd, c->cmd, self->page);
+}
+
 TEST_F(abi, larger_size_with_zero_tail_is_accepted)
 {
-	const uint32_t ps = page_size();
-	char *page = mmap(NULL, ps, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	size_t i, j;
 
-	ASSERT_TRUE(page != MAP_FAILED);
 	for (i = 0; i < ARRAY_SIZE(ts_cmds); i++) {
 		const struct ts_cmd *c = &ts_cmds[i];
 		const uint32_t sizes[] = { c->ksize, c->ksize + 1,
-					   c->ksize + 8, ps - 1, ps };
+					   c->ksize + 8, self->ps - 1,
+					   self->ps };
 
 		for (j = 0; j < ARRAY_SIZE(sizes); j++) {
-			memset(page, 0, ps);
-			fill_valid(c, page, sizes[j], self->tid);
-			EXPECT_EQ(0, ts_ioc(self->fd, c->cmd, page))
+			EXPECT_EQ(0, ioc_sized(self, c, sizes[j], 0))
 				TH_LOG("%s size %u", c->name, sizes[j]);
-			EXPECT_TRUE(written(c, page, sizes[j]))
+			EXPECT_TRUE(written(c, self->page, sizes[j]))
 				TH_LOG("%s size %u", c->name, sizes[j]);
 		}
 	}
-	munmap(page, ps);
 }
 
 TEST_F(abi, larger_size_with_nonzero_tail_is_e2big)
 {
-	const uint32_t ps = page_size();
-	char *page = mmap(NULL, ps, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	size_t i, j;
 
-	ASSERT_TRUE(page != MAP_FAILED);
 	for (i = 0; i < ARRAY_SIZE(ts_cmds); i++) {
 		const struct ts_cmd *c = &ts_cmds[i];
 		/* size, and the offset of the one non-zero tail byte */
 		const uint32_t cases[][2] = {
 			{ c->ksize + 1, c->ksize },
 			{ c->ksize + 8, c->ksize + 7 },
-			{ ps, c->ksize },
-			{ ps, ps - 1 },
+			{ self->ps, c->ksize },
+			{ self->ps, self->ps - 1 },
 		};
 
 		for (j = 0; j < ARRAY_SIZE(cases); j++) {
-			memset(page, 0, ps);
-			fill_valid(c, page, cases[j][0], self->tid);
-			page[cases[j][1]] = (char)0x80;
-			EXPECT_EQ(-E2BIG, ts_ioc(self->fd, c->cmd, page))
+			EXPECT_EQ(-E2BIG,
+				  ioc_sized(self, c, cases[j][0], cases[j][1]))
 				TH_LOG("%s size %u, byte %u set", c->name,
 				       cases[j][0], cases[j][1]);
-			EXPECT_TRUE(untouched(c, page)) TH_LOG("%s", c->name);
+			EXPECT_TRUE(untouched(c, self->page))
+				TH_LOG("%s", c->name);
 		}
 	}
-	munmap(page, ps);
 }
 
 /* ---- flags and padding ---- */
@@ -921,12 +931,10 @@ TEST_F(abi, struct_straddling_into_unmapped_page_is_efault)
 /* A valid argument the kernel can read but not answer into. */
 TEST_F(abi, readonly_arg_is_efault)
 {
-	const size_t ps = page_size();
-	char *page = mmap(NULL, ps, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	const size_t ps = self->ps;
+	char *page = self->page;
 	size_t i;
 
-	ASSERT_TRUE(page != MAP_FAILED);
 	for (i = 0; i < ARRAY_SIZE(ts_cmds); i++) {
 		const struct ts_cmd *c = &ts_cmds[i];
 
@@ -937,7 +945,6 @@ TEST_F(abi, readonly_arg_is_efault)
 		EXPECT_EQ(-EFAULT, ts_ioc(self->fd, c->cmd, page))
 			TH_LOG("%s in a read-only page", c->name);
 	}
-	munmap(page, ps);
 }
 
 /*
