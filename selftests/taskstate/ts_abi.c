@@ -653,17 +653,17 @@ TEST_F(abi, size_above_page_is_e2big)
 }
 
 /*
- * @c in the fixture's page at @size bytes: its valid argument, zeroes past
- * the kernel's size but byte @set (0: none) set.
+ * @c on @fd with its argument in @page at @size bytes: valid (for @tid),
+ * zeroes past the kernel's size but byte @set (0: none) set.
  */
-static int ioc_sized(FIXTURE_DATA(abi) *self, const struct ts_cmd *c,
+static int ioc_sized(int fd, pid_t tid, char *page, const struct ts_cmd *c,
 		     uint32_t size, uint32_t set)
 {
-	memset(self->page, 0, self->ps);
-	fill_valid(c, self->page, size, self->tid);
+	memset(page, 0, page_size());
+	fill_valid(c, page, size, tid);
 	if (set)
-		self->page[set] = (char)0x80;
-	return ts_ioc(self->fd, c->cmd, self->page);
+		page[set] = (char)0x80;
+	return ts_ioc(fd, c->cmd, page);
 }
 
 TEST_F(abi, larger_size_with_zero_tail_is_accepted)
@@ -677,7 +677,8 @@ TEST_F(abi, larger_size_with_zero_tail_is_accepted)
 					   self->ps };
 
 		for (j = 0; j < ARRAY_SIZE(sizes); j++) {
-			EXPECT_EQ(0, ioc_sized(self, c, sizes[j], 0))
+			EXPECT_EQ(0, ioc_sized(self->fd, self->tid, self->page, c,
+					       sizes[j], 0))
 				TH_LOG("%s size %u", c->name, sizes[j]);
 			EXPECT_TRUE(written(c, self->page, sizes[j]))
 				TH_LOG("%s size %u", c->name, sizes[j]);
@@ -700,8 +701,9 @@ TEST_F(abi, larger_size_with_nonzero_tail_is_e2big)
 		};
 
 		for (j = 0; j < ARRAY_SIZE(cases); j++) {
-			EXPECT_EQ(-E2BIG,
-				  ioc_sized(self, c, cases[j][0], cases[j][1]))
+			EXPECT_EQ(-E2BIG, ioc_sized(self->fd, self->tid,
+						    self->page, c, cases[j][0],
+						    cases[j][1]))
 				TH_LOG("%s size %u, byte %u set", c->name,
 				       cases[j][0], cases[j][1]);
 			EXPECT_TRUE(untouched(c, self->page))
