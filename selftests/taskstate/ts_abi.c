@@ -477,7 +477,7 @@ FIXTURE(abi) {
 	struct taskstate_info info;
 	pid_t pid;
 	pid_t tid;
-	char *page;	/* one page of zeroes, for arguments of any size */
+	char *page;	/* one page, for arguments up to a page in size */
 	uint32_t ps;	/* its size */
 };
 
