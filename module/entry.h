@@ -35,8 +35,22 @@ struct ts_pub {
 	atomic64_t state_ns[TASKSTATE_MAP_NR_TOTALS];
 };
 
-/* The totals parameter (main.c): set once at load, before any probe. */
+/*
+ * The totals parameter (main.c): set once at load, before any probe.
+ * ts_pub_set() tests it on every changed word, so the probes (probes.c
+ * defines TS_TOTALS_KEY) test it as a static branch, patched once at
+ * load: a jump, where a test of the bool is a load and a branch.  The
+ * other users of this header (the table's snapshot, the torture module,
+ * bench/) test the bool.
+ */
 extern bool ts_totals;
+#ifdef TS_TOTALS_KEY
+#include <linux/jump_label.h>
+DECLARE_STATIC_KEY_TRUE(ts_totals_key);
+#define ts_totals_on()	static_branch_likely(&ts_totals_key)
+#else
+#define ts_totals_on()	likely(ts_totals)
+#endif
 
 /**
  * ts_pub_add() - add the old state's time to its total
@@ -56,9 +70,8 @@ extern bool ts_totals;
  * advances (never less than 0: a total only grows), stores it, then the
  * word, the two stores ordered by smp_wmb() (free on x86, dmb ishst on
  * arm64).  start_ns is stored once per owner, by whoever wrote the first
- * word.  The writer is the total's only writer, so it reads its own
- * total back with a plain load (READ_ONCE(): on 32-bit two 32-bit loads,
- * which no concurrent store can tear here).
+ * word.  The writer is the total's only writer, so it adds without an
+ * atomic read-modify-write (ts_u64_add()).
  *
  * A clock that reads a little behind the old since-time (the word was
  * written on another CPU, the snapshot's estimate) does not move the
@@ -77,14 +90,12 @@ static __always_inline void ts_pub_add(struct ts_pub *p, u64 old,
 	u64 d = (*now - old) << (64 - TASKSTATE_TIME_BITS);
 	atomic64_t *t = &p->state_ns[total];
 
-	/* One address for the load and the store (gcc 12 made two). */
-	OPTIMIZER_HIDE_VAR(t);
 	if (unlikely((s64)d < 0)) {	/* d > TASKSTATE_TIME_MASK >> 1 */
 		d = 0;
 		*now = taskstate_since_ns(old);
 	}
 	d >>= 64 - TASKSTATE_TIME_BITS;	/* d & TASKSTATE_TIME_MASK */
-	ts_u64_store(t, (u64)READ_ONCE(t->counter) + d);
+	ts_u64_add(t, d);
 	smp_wmb();	/* the total before its word */
 }
 
@@ -107,7 +118,7 @@ static inline bool ts_pub_first(struct ts_pub *p, u64 word)
 {
 	if (!ts_word_init(&p->word, word))
 		return false;
-	if (ts_totals)
+	if (ts_totals_on())
 		ts_u64_store(&p->start_ns, taskstate_since_ns(word));
 	return true;
 }
@@ -135,7 +146,7 @@ static __always_inline void ts_pub_set(struct ts_pub *p, unsigned int state,
 
 	if (taskstate_state(old) == state)
 		return;
-	if (likely(ts_totals)) {
+	if (ts_totals_on()) {
 		/* taskstate_total_of(), RUNNING to BLOCKED taken first. */
 		unsigned int total = taskstate_state(old) - TASKSTATE_RUNNING;
 

@@ -47,6 +47,8 @@
  * ts_lock (raw, irqsave), which no scheduler path holds.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+/* entry.h: the probes test the totals parameter as a static branch. */
+#define TS_TOTALS_KEY
 
 #include <linux/jump_label.h>
 #include <linux/kernel.h>
@@ -65,6 +67,9 @@
 #include "table.h"
 
 static bool ts_inherit_all;
+
+/* Follows ts_totals (entry.h), set by ts_probes_init() before any probe. */
+DEFINE_STATIC_KEY_TRUE(ts_totals_key);
 
 /*
  * The index as the switch and wakeup probes look it up: its buckets, mask
@@ -443,6 +448,8 @@ int ts_probes_init(bool track_all)
 	ts_probe_ix.mask = ts_index_mask(&ts_index);
 	ts_probe_ix.shift = BITS_PER_LONG - ts_index.bits;
 	ts_inherit_all = track_all;
+	if (!ts_totals)
+		static_branch_disable(&ts_totals_key);
 	ts_keep_attached = track_all;
 	for_each_kernel_tracepoint(ts_find_tracepoint, NULL);
 	for (i = 0; i < ARRAY_SIZE(ts_tps); i++) {

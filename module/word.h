@@ -58,6 +58,30 @@ static __always_inline u64 ts_u64_load(const atomic64_t *v)
 	return (u64)atomic64_read(v);
 }
 
+/**
+ * ts_u64_add() - add to a value ts_u64_store() stores, by its one writer
+ * @v: the value's home
+ * @d: what to add
+ *
+ * Not an atomic add: the value has one writer, so a load and a store of
+ * the sum are enough, and a reader sees the old sum or the new one.  On
+ * x86-64 that is one instruction, an add to memory without a lock
+ * prefix (as local64_add() is there): its store is one aligned 64-bit
+ * write, which cannot tear.  Elsewhere a load and ts_u64_store(); the
+ * load may be plain (on 32-bit two 32-bit loads): no other store can
+ * tear what the writer reads back of its own value.
+ *
+ * Context: the value's one writer at a time; any context.
+ */
+static __always_inline void ts_u64_add(atomic64_t *v, u64 d)
+{
+#ifdef CONFIG_X86_64
+	asm volatile("addq %1, %0" : "+m" (v->counter) : "er" (d));
+#else
+	ts_u64_store(v, (u64)READ_ONCE(v->counter) + d);
+#endif
+}
+
 /* A benchmark build brings its own (Kbuild: bench/kmod/word.h). */
 #ifdef TS_WORD_SCHEME_H
 #include TS_WORD_SCHEME_H
