@@ -41,6 +41,10 @@
  * instruction, as on x86 and arm64 (on parisc it is a read and a write
  * under a hashed lock, and a plain store in between would be lost).
  *
+ * The probes are notrace, as the kernel's own tracepoint probes are
+ * (trace_event_raw_event_*()): the function tracer does not trace the
+ * scheduler's tracers, and each probe call saves its __fentry__ site.
+ *
  * Probe context: preemption disabled, on most events a raw run queue lock
  * held.  So no allocation, no sleeping lock, no printk here; the newtask
  * and free probes, and the exec and exit probes when a tid changed, take
@@ -107,15 +111,17 @@ static __always_inline unsigned int ts_prev_state(bool preempt,
 						  struct task_struct *prev,
 						  unsigned int prev_state)
 {
-	if (preempt || prev_state == TASK_RUNNING || ts_task_queued(prev))
-		return TASKSTATE_RUNNABLE;
-	/* The common sleep, decided at compile time. */
-	if (prev_state == TASK_INTERRUPTIBLE)
+	bool runnable = preempt || ts_task_queued(prev);
+
+	/* The common sleep first, its state decided at compile time. */
+	if (prev_state == TASK_INTERRUPTIBLE && !runnable)
 		return ts_state_from_linux(TASK_INTERRUPTIBLE);
+	if (prev_state == TASK_RUNNING || runnable)
+		return TASKSTATE_RUNNABLE;
 	return ts_state_from_linux(prev_state);
 }
 
-static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
+static notrace void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
 {
 	const struct ts_probe_geom g = ts_probe_ix;
 	struct ts_pub *pp, *np;
@@ -147,7 +153,7 @@ static void ts_probe_switch(void *data, TS_SWITCH_PROBE_ARGS)
  * Writing what is true rather than skipping also repairs a word that
  * missed an event before its slot was published.
  */
-static void ts_probe_wakeup(void *data, struct task_struct *p)
+static notrace void ts_probe_wakeup(void *data, struct task_struct *p)
 {
 	struct ts_pub *pub = ts_lookup_pub(&ts_probe_ix, p);
 
@@ -169,8 +175,8 @@ static void ts_probe_wakeup(void *data, struct task_struct *p)
  * lock; ts_track_child() decides again under ts_lock (see there for the
  * race with UNTRACK this closes).
  */
-static void ts_probe_newtask(void *data, struct task_struct *child,
-			     TS_CLONE_FLAGS_T clone_flags)
+static notrace void ts_probe_newtask(void *data, struct task_struct *child,
+				     TS_CLONE_FLAGS_T clone_flags)
 {
 	struct ts_slot *s;
 
@@ -186,7 +192,7 @@ static void ts_probe_newtask(void *data, struct task_struct *child,
 }
 
 /* The last tracked thread gone: the probes can go too (ts_probes_idle()). */
-static void ts_probe_free(void *data, struct task_struct *t)
+static notrace void ts_probe_free(void *data, struct task_struct *t)
 {
 	if (ts_lookup(t) && ts_untrack(t))
 		ts_probes_idle();
@@ -198,8 +204,8 @@ static void ts_probe_free(void *data, struct task_struct *t)
  * tid in de_thread() (exchange_tids()); the mapped entry must show it.
  * Only then (p->pid differs from old_pid) does it take ts_lock.
  */
-static void ts_probe_exec(void *data, struct task_struct *p, pid_t old_pid,
-			  struct linux_binprm *bprm)
+static notrace void ts_probe_exec(void *data, struct task_struct *p,
+				  pid_t old_pid, struct linux_binprm *bprm)
 {
 	if (READ_ONCE(p->pid) != old_pid && ts_lookup(p))
 		ts_retid(p);
@@ -218,7 +224,7 @@ static void ts_probe_exec(void *data, struct task_struct *p, pid_t old_pid,
  * until it is freed, seconds with lazy RCU) names it and not that tid.
  * A lockless compare first: only such a thread takes ts_lock.
  */
-static void ts_probe_exit(void *data, TS_EXIT_PROBE_ARGS)
+static notrace void ts_probe_exit(void *data, TS_EXIT_PROBE_ARGS)
 {
 	struct ts_slot *s = ts_lookup(p);
 
