@@ -4,7 +4,9 @@
 # The documentation: every relative link in README.md, NEWS.md and
 # docs/*.md resolves (a file or directory of the tree, and an #anchor to a
 # heading of the Markdown file it names); README.md has at most 250 lines;
-# README.md and docs/ name no issue numbers and no dates; and the facts
+# README.md and docs/ name no issue numbers and no dates; every number in
+# README.md's Performance table is in the counted report it quotes
+# (bench/REPORT-count.md); and the facts
 # that have one home in docs/design.md agree with the code they describe:
 #  - the state table with the TASKSTATE_* values of the uapi header (and
 #    the list in taskstate(4)),
@@ -298,6 +300,30 @@ grep -nE '(^|[^0-9])(19|20)[0-9][0-9]-[01][0-9]-[0-3][0-9]([^0-9]|$)' README.md 
 rc=0
 [ -s "$tmp/dates" ] && { comment < "$tmp/dates"; rc=1; }
 ok $rc "README.md and docs/ hold no dates"
+
+# --- the README's Performance table quotes the counted report ---------------
+# Each number in the table's cells but the first column's, as the report
+# writes it (12,843, +624, 1.049), must be in the report: a run of the
+# benchmark that moved one shows here until the README follows.
+perf_quotes() {		# README, REPORT: prints the numbers not in REPORT
+	awk '/^## /{on = ($0 == "## Performance")} on && /^\| / && !/^\|---/' "$1" |
+		tail -n +2 | cut -d'|' -f3- |
+		grep -oE '[+-]?[0-9][0-9,]*(\.[0-9]+)?' > "$tmp/perf-nums"
+	[ -s "$tmp/perf-nums" ] || { echo "no Performance table"; return 1; }
+	local num
+	while read -r num; do
+		grep -qF -- "$num" "$2" || echo "$num: not in the report"
+	done < "$tmp/perf-nums"
+}
+perf_quotes "$top/README.md" "$top/bench/REPORT-count.md" > "$tmp/out"
+rc=0
+[ -s "$tmp/out" ] && { comment < "$tmp/out"; rc=1; }
+ok $rc "README.md's Performance table quotes bench/REPORT-count.md ($(wc -l < "$tmp/perf-nums") numbers)"
+
+sed 's/| 12,843 |/| 12,834 |/' "$top/README.md" > "$tmp/readme-bad.md"
+perf_quotes "$tmp/readme-bad.md" "$top/bench/REPORT-count.md" > "$tmp/out"
+[ "$(cat "$tmp/out")" = "12,834: not in the report" ]
+ok $? "negative control: a README whose pipe count is not the report's fails"
 
 # --- one home for the state names, the mapping and the feature flags ---------
 states_agree "$design" "$uapi" > "$tmp/out"
