@@ -11,7 +11,10 @@
  *        replicated here, field for field
  *   new  module/index.h as the module uses it: one 64-byte bucket of
  *        (owner, entry index) ways, then the entry
- * Both store with module/entry.h's ts_pub_set(), totals on (the default).
+ * Both store with module/entry.h's ts_pub_set(), totals on (the default),
+ * as a user-space build compiles it: the totals switch a plain bool, and
+ * a total's update a load and a store (in the x86-64 module a static
+ * branch and one add to memory, ts_u64_add()).
  *
  * Tasks are fake task_struct addresses (never dereferenced, as the probe
  * does not dereference them to find the entry) spaced like 6.1's

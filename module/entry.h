@@ -38,10 +38,10 @@ struct ts_pub {
 /*
  * The totals parameter (main.c): set once at load, before any probe.
  * ts_pub_set() tests it on every changed word, so the probes (probes.c
- * defines TS_TOTALS_KEY) test it as a static branch, patched once at
- * load: a jump, where a test of the bool is a load and a branch.  The
- * other users of this header (the table's snapshot, the torture module,
- * bench/) test the bool.
+ * defines TS_TOTALS_KEY) test it as a static branch: a no-op with totals
+ * on, a jump patched in at load with totals=0, where a test of the bool
+ * is a load and a branch.  The other users of this header (the table's
+ * snapshot, the torture module, bench/) test the bool.
  */
 extern bool ts_totals;
 #ifdef TS_TOTALS_KEY

@@ -28,7 +28,11 @@ module_param(track_all, bool, 0444);
 MODULE_PARM_DESC(track_all,
 		 "Track every thread: existing ones at load, new ones at fork (default 1). With 0, only threads and processes added through /dev/taskstate are tracked.");
 
-/* Read by the probes (entry.h): fixed before they are registered. */
+/*
+ * Fixed before the probes are registered, which test it as a static key
+ * (ts_totals_key, set from this by ts_probes_init()); the readers and the
+ * snapshot test the bool (entry.h).
+ */
 bool ts_totals __read_mostly = true;
 module_param_named(totals, ts_totals, bool, 0444);
 MODULE_PARM_DESC(totals,

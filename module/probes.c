@@ -42,8 +42,9 @@
  * under a hashed lock, and a plain store in between would be lost).
  *
  * The probes are notrace, as the kernel's own tracepoint probes are
- * (trace_event_raw_event_*()): the function tracer does not trace the
- * scheduler's tracers, and each probe call saves its __fentry__ site.
+ * (trace_event_raw_event_*()): the function tracer, fprobes and BPF
+ * fentry programs cannot attach to them (kprobes still can), and each
+ * probe call saves its __fentry__ site.
  *
  * Probe context: preemption disabled, on most events a raw run queue lock
  * held.  So no allocation, no sleeping lock, no printk here; the newtask
@@ -113,7 +114,10 @@ static __always_inline unsigned int ts_prev_state(bool preempt,
 {
 	bool runnable = preempt || ts_task_queued(prev);
 
-	/* The common sleep first, its state decided at compile time. */
+	/*
+	 * The common sleep tested before the rarer cases, its state decided
+	 * at compile time.
+	 */
 	if (prev_state == TASK_INTERRUPTIBLE && !runnable)
 		return ts_state_from_linux(TASK_INTERRUPTIBLE);
 	if (prev_state == TASK_RUNNING || runnable)

@@ -21,6 +21,7 @@
 #ifdef __KERNEL__
 #include <linux/atomic.h>
 #include <linux/compiler.h>
+#include <linux/instrumented.h>
 #include <linux/kconfig.h>
 #include <linux/types.h>
 #endif
@@ -67,15 +68,18 @@ static __always_inline u64 ts_u64_load(const atomic64_t *v)
  * the sum are enough, and a reader sees the old sum or the new one.  On
  * x86-64 that is one instruction, an add to memory without a lock
  * prefix (as local64_add() is there): its store is one aligned 64-bit
- * write, which cannot tear.  Elsewhere a load and ts_u64_store(); the
- * load may be plain (on 32-bit two 32-bit loads): no other store can
- * tear what the writer reads back of its own value.
+ * write, which cannot tear; it is announced to KASAN and KCSAN as the
+ * atomic access it is, since they do not see into the asm.  Elsewhere a
+ * load and ts_u64_store(); the load may be plain (on 32-bit two 32-bit
+ * loads): no other store can tear what the writer reads back of its own
+ * value.
  *
  * Context: the value's one writer at a time; any context.
  */
 static __always_inline void ts_u64_add(atomic64_t *v, u64 d)
 {
 #ifdef CONFIG_X86_64
+	instrument_atomic_read_write(&v->counter, sizeof(v->counter));
 	asm volatile("addq %1, %0" : "+m" (v->counter) : "er" (d));
 #else
 	ts_u64_store(v, (u64)READ_ONCE(v->counter) + d);
