@@ -377,7 +377,8 @@ def report(a, runs, res, mem_rows=None):
                  'stack included.\n')
         L.append('| configuration | operation | accesses | stores | distinct lines |')
         L.append('|---|---|---|---|---|')
-        for (cfg, op), (acc, st, ln) in sorted(mem_rows.items()):
+        order = lambda kv: ('NETAzBL'.index(kv[0][0]), list(OPS).index(kv[0][1]))
+        for (cfg, op), (acc, st, ln) in sorted(mem_rows.items(), key=order):
             if acc:
                 L.append('| %s | %s | %.0f | %.0f | %.0f |'
                          % (NAMES[cfg], OPS[op], acc, st, ln))

@@ -45,10 +45,9 @@
 # COUNT_LONG ("LOOPS SPANS" for fork and thread; their estimate is the
 # 10% quantile of spans of one operation, bench/count.py says why), COUNT_DEBUGFS (the same
 # for debugfs), COUNT_TIMEOUT (s), COUNT_COMMAND (the command the report
-# names), COUNT_MEM (1: the plugin also counts the memory accesses of
-# module-area code and the lines they touch; default 0: under QEMU 7.2
-# these counts run several times above the loads and stores of the
-# module's code, so they are not trusted; see docs/performance.md),
+# names), COUNT_MEM (default 1: the plugin also counts the loads and
+# stores of module-area code and the distinct lines they touch; 0: not;
+# the instruction counts are the same either way),
 # COUNT_GUARD_LIMIT, COUNT_APPEND (more kernel command line).
 set -euo pipefail
 
@@ -80,7 +79,7 @@ if [ $quick = 1 ]; then
 	: "${COUNT_SPANS:=60}" "${COUNT_LONG:=1 60}" "${COUNT_DEBUGFS:=1 5}"
 fi
 : "${COUNT_SPANS:=400}" "${COUNT_LONG:=1 400}" "${COUNT_DEBUGFS:=1 30}"
-: "${COUNT_TIMEOUT:=1500}" "${COUNT_MEM:=0}"
+: "${COUNT_TIMEOUT:=1500}" "${COUNT_MEM:=1}"
 : "${COUNT_GUARD_LIMIT:=1.051}"
 bin=$build/count-bin
 ko=$build/count-ko
