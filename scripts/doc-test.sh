@@ -306,8 +306,9 @@ ok $rc "README.md and docs/ hold no dates"
 # writes it (12,843, +624, 1.049), must be in the report as a whole word
 # (1.04 is not found in 1.049, nor 14 in 140): a run of the
 # benchmark that moved one shows here until the README follows.
-perf_quotes() {		# README, REPORT: prints the numbers not in REPORT
-	awk '/^## /{on = ($0 == "## Performance")} on && /^\| / && !/^\|---/' "$1" |
+perf_quotes() {		# FILE, REPORT[, HEADING]: prints the numbers not in REPORT
+	awk -v h="${3:-## Performance}" \
+		'/^#+ /{on = ($0 == h)} on && /^\| / && !/^\|---/' "$1" |
 		tail -n +2 | cut -d'|' -f3- |
 		grep -oE '[+-]?[0-9][0-9,]*(\.[0-9]+)?' > "$tmp/perf-nums"
 	[ -s "$tmp/perf-nums" ] || { echo "no Performance table"; return 1; }
@@ -325,6 +326,12 @@ sed 's/| 12,843 |/| 12,834 |/; s/+624 (1\.049)/+624 (1.04)/' "$top/README.md" > 
 perf_quotes "$tmp/readme-bad.md" "$top/bench/REPORT-count.md" > "$tmp/out"
 [ "$(cat "$tmp/out")" = "$(printf '12,834: not in the report\n1.04: not in the report')" ]
 ok $? "negative control: a README with a pipe count not the report's, and a ratio cut short, fails on both"
+
+perf_quotes "$top/docs/performance.md" "$top/bench/REPORT-count.md" \
+	"### Memory accesses and lines" > "$tmp/out"
+rc=0
+[ -s "$tmp/out" ] && { comment < "$tmp/out"; rc=1; }
+ok $rc "docs/performance.md's memory table quotes bench/REPORT-count.md ($(wc -l < "$tmp/perf-nums") numbers)"
 
 # --- one home for the state names, the mapping and the feature flags ---------
 states_agree "$design" "$uapi" > "$tmp/out"
