@@ -78,7 +78,12 @@ def load_runs(run):
             p = line.split()
             if p and p[0] == 'span':
                 m = tuple(int(x) for x in p[5:8]) if len(p) >= 8 else None
-                cur.append((int(p[2]), int(p[3]), int(p[4]), m))
+                cur.append((int(p[2]), int(p[3]), int(p[4]), m, None))
+            elif p and p[0] == 'lines' and cur:
+                # The (instruction, line) pairs of the span just read.
+                pairs = None if p[2:3] == ['overflow'] else \
+                    [tuple(int(x, 16) for x in w.split(':')) for w in p[2:]]
+                cur[-1] = cur[-1][:4] + (pairs,)
             elif p and p[0] == 'dump':
                 runs.append((cur, int(p[1])))
                 cur = []
@@ -96,7 +101,9 @@ def load_runs(run):
             sys.exit('count.py: %s %s: spans on more than one vCPU' % (cfg, op))
         out[(cfg, op)] = {'spans': [s[1] for s in spans], 'dump': dump,
                           'loops': loops, 'nspans': nspans,
-                          'mem': [(s[1], s[3]) for s in spans if s[3]]}
+                          'mem': [(s[1], s[3]) for s in spans if s[3]],
+                          'pairs': [(s[1], s[4]) for s in spans
+                                    if s[4] is not None]}
     return out
 
 
@@ -195,37 +202,78 @@ PARTS = [
 ]
 
 
-def classify_module(ko, offsets):
-    """{offset: part} for .text offsets of the module, through addr2line."""
+def inlined(ko, offsets):
+    """{offset: [function, ...]} for .text offsets of the module, the
+    innermost inlined function first, through addr2line."""
     if not ko or not os.path.exists(ko) or not offsets:
         return {}
-    offs = sorted(offsets)
     try:
-        o = subprocess.run(['addr2line', '-e', ko, '-j', '.text', '-i', '-f']
-                           + ['0x%x' % x for x in offs] + ['0x0'],
-                           capture_output=True, text=True, check=True).stdout
+        o = subprocess.run(['addr2line', '-e', ko, '-j', '.text', '-i',
+                            '-f', '-a'] +
+                           ['0x%x' % x for x in sorted(offsets)],
+                           capture_output=True, text=True,
+                           check=True).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError):
         return {}
-    # Each address prints (function, file:line) pairs, innermost first;
-    # a sentinel address 0 is not needed for splitting: use -a instead.
-    o = subprocess.run(['addr2line', '-e', ko, '-j', '.text', '-i', '-f', '-a']
-                       + ['0x%x' % x for x in offs],
-                       capture_output=True, text=True).stdout.splitlines()
-    res, cur, funcs = {}, None, []
-    for line in o + ['0xffffffffffffffff']:
+    # -a prints each address, then its (function, file:line) pairs.
+    res, cur = {}, None
+    for line in o:
         if line.startswith('0x'):
-            if cur is not None:
-                part = 'probe body (probes.c)'
-                for fn in funcs:
-                    hit = next((p for k, p in PARTS if fn.startswith(k)), None)
-                    if hit:
-                        part = hit
-                        break
-                res[cur] = part
-            cur, funcs = int(line, 16), []
-        elif not line.startswith('/') and ':' not in line:
-            funcs.append(line)
+            cur = int(line, 16)
+            res[cur] = []
+        elif cur is not None and not line.startswith('/') and ':' not in line:
+            res[cur].append(line)
     return res
+
+
+def classify_module(ko, offsets):
+    """{offset: part} for .text offsets of the module, through addr2line."""
+    res = {}
+    for off, funcs in inlined(ko, offsets).items():
+        res[off] = next((p for fn in funcs for k, p in PARTS
+                         if fn.startswith(k)), 'probe body (probes.c)')
+    return res
+
+
+MODULES_START = 0xffffffffc0000000
+# What a line the probes touched holds, by the code that touched it:
+# the first kind any of its instructions' inlined functions names.
+LINE_KINDS = [
+    (('ts_pub_', 'ts_word_', 'ts_u64_'), 'entry: word and totals (entry.h)'),
+    (('ts_index_', 'ts_lookup'), 'index bucket (index.h)'),
+    (('ts_task_queued', 'ts_prev_state', 'ts_task_on_cpu'),
+     'task_struct: on_rq, on_cpu'),
+]
+
+
+def lines_touched(run, runs, ko, cfg, op):
+    """[(kind, lines)] of one span that counted the floor of (cfg, op):
+    the distinct lines its module-area code touched, by kind."""
+    r = runs.get((cfg, op))
+    base = module_text(run, cfg).get('.text')
+    if not r or not r['pairs'] or base is None:
+        return None
+    counts = {}
+    for x in r['spans']:
+        counts[x] = counts.get(x, 0) + 1
+    floor = min(x for x in counts if counts[x] >= FLOOR_REPEATS)
+    pairs = next((p for x, p in r['pairs'] if x == floor and p), None)
+    if not pairs:
+        return None
+    funcs = inlined(ko, {i - base for i, _ in pairs if i >= base})
+    by_line = {}
+    for insn, line in pairs:
+        by_line.setdefault(line, []).extend(funcs.get(insn - base, []))
+    kinds = {}
+    for line, fns in by_line.items():
+        if line >= MODULES_START:
+            kind = "the module's variables (the probes' index geometry)"
+        else:
+            kind = next((k for pre, k in LINE_KINDS for fn in fns
+                         if fn.startswith(pre)),
+                        "stack (the probes' frames)")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return sorted(kinds.items(), key=lambda kv: -kv[1])
 
 
 KERNEL_PARTS = [
@@ -382,6 +430,20 @@ def report(a, runs, res, mem_rows=None):
             if acc:
                 L.append('| %s | %s | %.0f | %.0f | %.0f |'
                          % (NAMES[cfg], OPS[op], acc, st, ln))
+        L.append('')
+    lt = lines_touched(a.run, runs, a.ko, 'A', 'pipe')
+    if lt:
+        L.append('## Lines the module\'s code touched: pipe round trip, A\n')
+        L.append('One span that counted the floor: its distinct 64-byte '
+                 'lines, by what the code that touched each holds (the '
+                 'inlined function addr2line names; the module\'s own '
+                 'variables by address). The stack\'s lines move by one '
+                 'from span to span with where the frames fall.\n')
+        L.append('| line holds | lines |')
+        L.append('|---|---|')
+        for k, n in lt:
+            L.append('| %s | %d |' % (k, n))
+        L.append('| total | %d |' % sum(n for _, n in lt))
         L.append('')
     # E adds nothing (the probes are detached), T runs A's code.
     for cfg in [c for c in cfgs if c in 'AzBL']:

@@ -17,6 +17,11 @@
  * the span by code in the x86-64 module area (loadable modules and BPF
  * JIT images: 0xffffffffc0000000 up to 0xffffffffff000000), and MLINES
  * the distinct 64-byte lines they touched (stack included); 0 without.
+ * With mem=1 a span line is followed by
+ *				"lines SEQ INSN:LINE ..."
+ * the distinct pairs of a module-area instruction's address and a line
+ * it touched, in hex (or "lines SEQ overflow" past PAIRS_MAX of them):
+ * bench/count.py tells the lines apart by the code that touched them.
  *
  * A memory callback counts only while its own instruction is the one
  * running: an instruction's execution callback arms it, the start of the
@@ -115,6 +120,7 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 #define MODULES_START	0xffffffffc0000000ULL
 #define MODULES_END	0xffffffffff000000ULL
 #define LINE_SET	1024	/* distinct lines kept per span, a power of 2 */
+#define PAIRS_MAX	256	/* distinct (instruction, line) pairs a span */
 
 /* One per translated TB; the same address may be translated again. */
 struct tb_info {
@@ -139,6 +145,8 @@ static struct vcpu {
 	uint64_t macc, mstores;	/* module-area accesses in the span */
 	unsigned int nlines;
 	uint64_t lines[LINE_SET];	/* line + 1, 0 free */
+	unsigned int npairs;		/* PAIRS_MAX + 1: overflowed */
+	struct { uint64_t insn, line; } pairs[PAIRS_MAX];
 } __attribute__((aligned(64))) vcpus[MAX_VCPUS];
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -173,6 +181,16 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info,
 	v->macc++;
 	if (qemu_plugin_mem_is_store(info))
 		v->mstores++;
+	for (n = 0; n < v->npairs && n < PAIRS_MAX; n++)
+		if (v->pairs[n].insn == v->armed && v->pairs[n].line == line)
+			break;
+	if (n == v->npairs && n < PAIRS_MAX) {
+		v->pairs[n].insn = v->armed;
+		v->pairs[n].line = line;
+		v->npairs++;
+	} else if (n == PAIRS_MAX) {
+		v->npairs = PAIRS_MAX + 1;
+	}
 	h = (line * 0x9e3779b97f4a7c15ULL) >> 54;	/* 10 bits */
 	for (n = 0; n < LINE_SET; n++, h = (h + 1) & (LINE_SET - 1)) {
 		if (v->lines[h] == line)
@@ -185,6 +203,21 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info,
 			return;
 		}
 	}
+}
+
+/* The span's (instruction, line) pairs, after its span line; under lock. */
+static void write_pairs(const struct vcpu *v)
+{
+	unsigned int n;
+
+	fprintf(out, "lines %lu", span_seq - 1);
+	if (v->npairs > PAIRS_MAX)
+		fputs(" overflow", out);
+	else
+		for (n = 0; n < v->npairs; n++)
+			fprintf(out, " %" PRIx64 ":%" PRIx64, v->pairs[n].insn,
+				(v->pairs[n].line - 1) << 6);
+	fputc('\n', out);
 }
 
 /* The instruction about to run: its memory callbacks count (see above). */
@@ -228,7 +261,7 @@ static void marker_exec(unsigned int vcpu, void *udata)
 		v->kstart = v->kinsns;
 		if (v->nlines)
 			memset(v->lines, 0, sizeof(v->lines));
-		v->macc = v->mstores = v->nlines = 0;
+		v->macc = v->mstores = v->nlines = v->npairs = 0;
 		v->active = true;
 		break;
 	case 1:
@@ -239,6 +272,8 @@ static void marker_exec(unsigned int vcpu, void *udata)
 		fprintf(out, "span %lu %u %" PRIu64 " %" PRIu64 " %" PRIu64
 			" %" PRIu64 " %u\n", span_seq++, vcpu, now - v->start,
 			v->kinsns - v->kstart, v->macc, v->mstores, v->nlines);
+		if (mem)
+			write_pairs(v);
 		fflush(out);
 		pthread_mutex_unlock(&lock);
 		break;
