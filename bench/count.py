@@ -236,44 +236,79 @@ def classify_module(ko, offsets):
 
 
 MODULES_START = 0xffffffffc0000000
-# What a line the probes touched holds, by the code that touched it:
-# the first kind any of its instructions' inlined functions names.
+# What a line the probes touched holds, by the code that touched it: a
+# stack operation (push, pop, call, ret or the return thunk's jmp, an
+# operand on %rsp) touches the stack; any other access, the first kind
+# its inlined functions name; a line in the module area is the module's
+# own variables.
 LINE_KINDS = [
     (('ts_pub_', 'ts_word_', 'ts_u64_'), 'entry: word and totals (entry.h)'),
     (('ts_index_', 'ts_lookup'), 'index bucket (index.h)'),
     (('ts_task_queued', 'ts_prev_state', 'ts_task_on_cpu'),
      'task_struct: on_rq, on_cpu'),
 ]
+STACK_OPS = ('push', 'pop', 'call', 'ret', 'jmp', 'leave')
+
+
+def stack_ops(ko):
+    """{.text offset} of the module's instructions that touch the stack."""
+    try:
+        o = subprocess.run(['objdump', '-d', '-j', '.text', ko],
+                           capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    res = set()
+    for line in o:
+        p = line.split('\t')
+        if len(p) < 3 or not p[0].strip().endswith(':'):
+            continue
+        insn = p[2].split()
+        if insn and (insn[0].startswith(STACK_OPS) or '%rsp' in p[2]):
+            res.add(int(p[0].strip()[:-1], 16))
+    return res
 
 
 def lines_touched(run, runs, ko, cfg, op):
-    """[(kind, lines)] of one span that counted the floor of (cfg, op):
-    the distinct lines its module-area code touched, by kind."""
+    """([(kind, lines)], (least, most)) of the spans that counted the
+    floor of (cfg, op): the distinct lines the module-area code of one
+    of them touched, by kind, and the least and most lines of them all;
+    None without the pairs or the module's symbols."""
     r = runs.get((cfg, op))
     base = module_text(run, cfg).get('.text')
-    if not r or not r['pairs'] or base is None:
+    if not r or not r['pairs'] or base is None or not ko:
         return None
     counts = {}
     for x in r['spans']:
         counts[x] = counts.get(x, 0) + 1
-    floor = min(x for x in counts if counts[x] >= FLOOR_REPEATS)
-    pairs = next((p for x, p in r['pairs'] if x == floor and p), None)
-    if not pairs:
+    floor = min((x for x in counts if counts[x] >= FLOOR_REPEATS),
+                default=None)
+    spans = [p for x, p in r['pairs'] if x == floor and p]
+    if not spans:
         return None
-    funcs = inlined(ko, {i - base for i, _ in pairs if i >= base})
-    by_line = {}
+    pairs = spans[0]
+    offs = {i - base for i, _ in pairs if i >= base}
+    funcs, stack = inlined(ko, offs), stack_ops(ko)
+    if not funcs or stack is None:
+        return None
+    kinds_of = {}
     for insn, line in pairs:
-        by_line.setdefault(line, []).extend(funcs.get(insn - base, []))
-    kinds = {}
-    for line, fns in by_line.items():
         if line >= MODULES_START:
-            kind = "the module's variables (the probes' index geometry)"
+            kind = "the module's own variables (the probes' index geometry)"
+        elif insn - base in stack:
+            kind = "stack (the probes' frames)"
         else:
+            fns = funcs.get(insn - base, [])
             kind = next((k for pre, k in LINE_KINDS for fn in fns
-                         if fn.startswith(pre)),
-                        "stack (the probes' frames)")
+                         if fn.startswith(pre)), 'other')
+        kinds_of.setdefault(line, set()).add(kind)
+    kinds = {}
+    for line, ks in kinds_of.items():
+        kind = ' and '.join(sorted(ks))
         kinds[kind] = kinds.get(kind, 0) + 1
-    return sorted(kinds.items(), key=lambda kv: -kv[1])
+    nlines = [len({line for _, line in p}) for p in spans]
+    return (sorted(kinds.items(), key=lambda kv: -kv[1]),
+            (min(nlines), max(nlines)))
 
 
 KERNEL_PARTS = [
@@ -433,17 +468,19 @@ def report(a, runs, res, mem_rows=None):
         L.append('')
     lt = lines_touched(a.run, runs, a.ko, 'A', 'pipe')
     if lt:
+        kinds, (least, most) = lt
         L.append('## Lines the module\'s code touched: pipe round trip, A\n')
-        L.append('One span that counted the floor: its distinct 64-byte '
-                 'lines, by what the code that touched each holds (the '
-                 'inlined function addr2line names; the module\'s own '
-                 'variables by address). The stack\'s lines move by one '
-                 'from span to span with where the frames fall.\n')
+        L.append('The first span that counted the floor: its distinct '
+                 '64-byte lines, by what the code that touched each holds '
+                 '(a stack operation: the stack; otherwise the inlined '
+                 'function addr2line names; the module\'s own variables by '
+                 'address). The spans that counted the floor touched %d to '
+                 '%d lines.\n' % (least, most))
         L.append('| line holds | lines |')
         L.append('|---|---|')
-        for k, n in lt:
+        for k, n in kinds:
             L.append('| %s | %d |' % (k, n))
-        L.append('| total | %d |' % sum(n for _, n in lt))
+        L.append('| total | %d |' % sum(n for _, n in kinds))
         L.append('')
     # E adds nothing (the probes are detached), T runs A's code.
     for cfg in [c for c in cfgs if c in 'AzBL']:

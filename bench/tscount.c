@@ -26,10 +26,15 @@
  * A memory callback counts only while its own instruction is the one
  * running: an instruction's execution callback arms it, the start of the
  * next TB disarms it.  QEMU 7.2 leaves a TB's memory callbacks installed
- * for helpers after the TB leaves by an indirect jump (the probes' final
- * ret), so the atomics the kernel then runs through helpers would call
- * the ret's callback: 360 accesses a pipe round trip without this
- * check, 94 with it.
+ * for helpers when the TB ends with an instruction that calls one (the
+ * probes' final ret looks its target up in a helper; QEMU issue 1381,
+ * fixed in later QEMU), so every access QEMU then performs in a helper (the
+ * FPU state's FXSAVE and FXRSTOR under the default CPU model, atomics)
+ * called the ret's callback: 360 accesses a pipe round trip without
+ * this check, 94 with it.  One such path remains: an interrupt taken
+ * right after such a TB pushes its frame before the next TB's start
+ * disarms; the probes run with interrupts off, and a span with an
+ * interrupt in it is not a floor.
  *
  * Counting is per translation block: a TB's instructions are added when
  * it starts (a callback with the vCPU's index: the API's inline adds
@@ -169,6 +174,25 @@ static void tb_exec(unsigned int vcpu, void *udata)
 		__atomic_fetch_add(&tb->execs, 1, __ATOMIC_RELAXED);
 }
 
+/* The running instruction's (instruction, line) pair, once a span. */
+static void add_pair(struct vcpu *v, uint64_t line)
+{
+	unsigned int n;
+
+	if (v->npairs > PAIRS_MAX)	/* overflowed: no more */
+		return;
+	for (n = 0; n < v->npairs; n++)
+		if (v->pairs[n].insn == v->armed && v->pairs[n].line == line)
+			return;
+	if (n == PAIRS_MAX) {
+		v->npairs = PAIRS_MAX + 1;
+		return;
+	}
+	v->pairs[n].insn = v->armed;
+	v->pairs[n].line = line;
+	v->npairs++;
+}
+
 static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info,
 		       uint64_t vaddr, void *udata)
 {
@@ -181,16 +205,7 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info,
 	v->macc++;
 	if (qemu_plugin_mem_is_store(info))
 		v->mstores++;
-	for (n = 0; n < v->npairs && n < PAIRS_MAX; n++)
-		if (v->pairs[n].insn == v->armed && v->pairs[n].line == line)
-			break;
-	if (n == v->npairs && n < PAIRS_MAX) {
-		v->pairs[n].insn = v->armed;
-		v->pairs[n].line = line;
-		v->npairs++;
-	} else if (n == PAIRS_MAX) {
-		v->npairs = PAIRS_MAX + 1;
-	}
+	add_pair(v, line);
 	h = (line * 0x9e3779b97f4a7c15ULL) >> 54;	/* 10 bits */
 	for (n = 0; n < LINE_SET; n++, h = (h + 1) & (LINE_SET - 1)) {
 		if (v->lines[h] == line)
