@@ -41,8 +41,39 @@ tracer_start() {	# cmd...
 	die "$1 did not attach"
 }
 
+# Stop it with SIGINT, as a user would, and wait for it to exit, but not
+# for ever: once, in the timed bench's quick run, bpftrace 0.17 did not
+# exit after its SIGINT, and the guest sat there until the VM's timeout.
+# After 60 s: log what it is doing, SIGKILL it (its programs and maps go
+# with its file descriptors), and give it 30 s more to go before giving
+# up on the run.
 tracer_stop() {
-	kill -INT $tracer_pid
-	wait $tracer_pid
+	kill -INT "$tracer_pid"
+	if ! tracer_wait 300; then
+		log "$tracer_pid did not exit 60 s after SIGINT: state $(tracer_state), wchan $(cat "/proc/$tracer_pid/wchan" 2>/dev/null); SIGKILL"
+		cat "/proc/$tracer_pid/stack" 2>/dev/null
+		kill -KILL "$tracer_pid"
+		tracer_wait 150 || die "$tracer_pid did not exit after SIGKILL"
+	fi
+	wait "$tracer_pid"
 	tracer_pid=
+}
+
+# The tracer's state (/proc/PID/stat's third field), or nothing if gone.
+tracer_state() {
+	sed 's/^.*) \([A-Za-z]\).*/\1/' "/proc/$tracer_pid/stat" 2>/dev/null
+}
+
+# Wait up to N fifths of a second for the tracer to exit (gone, or a
+# zombie bash has not reaped yet).
+tracer_wait() {	# n
+	local n=$1 st
+
+	while :; do
+		st=$(tracer_state)
+		[ -z "$st" ] || [ "$st" = Z ] && return 0
+		[ "$n" -gt 0 ] || return 1
+		n=$((n - 1))
+		sleep 0.2
+	done
 }
