@@ -42,11 +42,10 @@ tracer_start() {	# cmd...
 }
 
 # Stop it with SIGINT, as a user would, and wait for it to exit, but not
-# for ever: once, in the timed bench's quick run, bpftrace 0.17 did not
-# exit after its SIGINT, and the guest sat there until the VM's timeout.
-# After 60 s: log what it is doing, SIGKILL it (its programs and maps go
-# with its file descriptors), and give it 30 s more to go before giving
-# up on the run.
+# for ever: bpftrace 0.17 can fail to exit after its SIGINT, which would
+# hold the guest until the VM's timeout.  After 60 s: log what it is
+# doing, SIGKILL it (its programs and maps go with its file descriptors),
+# and give it 30 s more to go before giving up on the run.
 tracer_stop() {
 	kill -INT "$tracer_pid"
 	if ! tracer_wait 300; then
