@@ -80,7 +80,7 @@ else
 fi
 extra=""
 for f in settings taskstate run_vm.sh ts_metrics.sh ts_stuck ts_soak \
-	 ts_pingpong ts_maphold ts_torture_map stuck_pool; do
+	 ts_pingpong ts_modcycle ts_maphold ts_torture_map stuck_pool; do
 	[ -e "$inst/taskstate/$f" ] || extra+=" $f"
 done
 ok $(( ${#extra} != 0 )) "installed beside them: settings, the command, run_vm.sh and the helpers${extra:+ (missing:$extra)}"

@@ -34,7 +34,10 @@
 # panic_on_warn=1 softlockup_panic=1 hung_task_panic=1, so a kernel BUG,
 # WARN, soft lockup or hung task ends the guest at once.  The
 # console log is kept in OUTDIR/console.log and the guest's kernel log in
-# OUTDIR/dmesg.txt.  Exit 124 means the hard timeout fired.
+# OUTDIR/dmesg.txt.  Exit 124 means the hard timeout fired.  The guest
+# creates OUTDIR/started just before it starts SCRIPT: a guest that died
+# without it died in the kernel's boot or its /init, before anything
+# SCRIPT loads.
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -103,7 +106,7 @@ done
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -f "$out/status" "$out/console.log" "$out/dmesg.txt"
+rm -f "$out/status" "$out/started" "$out/console.log" "$out/dmesg.txt"
 echo 130 > "$out/status"
 cp "$script" "$out/cmd.sh"
 
@@ -152,6 +155,7 @@ if [ $chroot_host = 1 ]; then
 	mount -t securityfs securityfs /mnt/sys/kernel/security
 	mkdir /mnt/tmp/results
 	mount --bind /results /mnt/tmp/results
+	: > /results/started
 	TS_OUT=/tmp/results chroot /mnt /bin/sh -c 'cd /tmp && sh /tmp/results/cmd.sh' \
 		> /results/output.log 2>&1
 else
@@ -161,6 +165,7 @@ else
 	mount -t tmpfs tmp /tmp
 	mkdir -p /dev/pts
 	mount -t devpts devpts /dev/pts
+	: > /results/started
 	(cd /results && TS_OUT=/results sh /results/cmd.sh) > /results/output.log 2>&1
 fi
 rc=\$?

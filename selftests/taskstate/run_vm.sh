@@ -39,10 +39,13 @@ TS_KMUTEX_KO=$(dirname "$TS_TORTURE_KO")/taskstate_kmutex.ko
 
 # A kselftest binary prints its own TAP; add a line only if it died
 # without reporting a failure (a crash, a hang cut short).
+# Each run says how long it took (check.sh's profile reads these lines).
 run() {
+	run_t0=$(date +%s)
 	out=$("$@" 2>&1)
 	rc=$?
 	echo "$out"
+	echo "# took $(( $(date +%s) - run_t0 )) s: $*"
 	case $rc in
 	0|4) ;;
 	*) echo "$out" | grep -q '^not ok' || not_ok "$* exited with $rc" ;;
@@ -336,16 +339,11 @@ section_cycles() {
 	taskset -c 0 "$TS_BIN/ts_pingpong" > "$TS_OUT/pingpong.log" &
 	load=$!
 	taskset -p -c 1 $$ > /dev/null
-	fails=0
-	for i in $(seq 1 50); do
-		insmod "$TS_KO" track_all=$((i % 2)) && rmmod taskstate ||
-			fails=$((fails + 1))
-	done
+	check "50 load/unload cycles under load" "$TS_BIN/ts_modcycle" "$TS_KO" 50
 	taskset -p -c 0-1 $$ > /dev/null
 	kill "$load"
 	wait "$load"
 	cat "$TS_OUT/pingpong.log"
-	check "50 load/unload cycles under load" test $fails -eq 0
 }
 
 # --- everything hostile at once, with unload/load cycles ------------------
@@ -551,7 +549,9 @@ for section in ${TS_SECTIONS:-track_all track_none params review stuck torture b
 		leak_check
 		leaks_checked=yes
 	fi
+	section_t0=$(date +%s)
 	"section_$section"
+	echo "# section $section took $(( $(date +%s) - section_t0 )) s"
 done
 [ $leaks_checked = yes ] || leak_check
 echo "# done: $n shell checks"
