@@ -18,7 +18,11 @@
 # TASKSTATE_STATE_NAMES and TASKSTATE_TOTAL_NAMES (each name its
 # constant's suffix): no other source file spells a list of them; the
 # errnos the header gives the device are those taskstate(4)'s ERRORS
-# lists, and each of the header's flags is in taskstate(4).
+# lists, and each of the header's flags is in taskstate(4); and every
+# count the docs, the manual pages and the parameter descriptions give of
+# something the code defines (the tracepoints hooked, the ioctl commands,
+# the per-state totals, the process walk's chunk and restarts, the
+# default max_threads, the example alerts) is the code's count.
 # Each check also runs once on a copy broken on purpose, and must fail
 # there.  Prints TAP; exits non-zero on any failure.  Needs no root.
 #
@@ -490,5 +494,135 @@ ok $rc "taskstate(4) names each of the uapi header's $nflags flags"
 { cat "$uapi"; echo '#define TASKSTATE_TRACK_NEW	(1U << 1)'; } > "$tmp/uapi-bad.h"
 [ "$(flags_missing "$tmp/uapi-bad.h" "$top/man/taskstate.4")" = "TASKSTATE_TRACK_NEW: not in taskstate(4)" ]
 ok $? "negative control: a flag the header adds and taskstate(4) lacks fails"
+
+# --- counts: every number the docs give of a thing the code defines ----------
+# A count as digits: "Seven" -> 7, "32,768" -> 32768.
+count_num() {	# word
+	local w
+	w=$(printf '%s' "$1" | tr '[:upper:]' '[:lower:]' | tr -d ,)
+	case $w in
+	one) w=1 ;; two) w=2 ;; three) w=3 ;; four) w=4 ;; five) w=5 ;;
+	six) w=6 ;; seven) w=7 ;; eight) w=8 ;; nine) w=9 ;; ten) w=10 ;;
+	eleven) w=11 ;; twelve) w=12 ;;
+	esac
+	printf '%s\n' "$w"
+}
+count_re='([0-9][0-9,]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)'
+
+# What the code says, in the tree at ROOT.
+code_tracepoints() {	# root: the entries of ts_tps[] in module/probes.c
+	awk '/^} ts_tps\[\] = \{/ { on = 1; next } on && /^};/ { exit }
+	     on && /^[ \t]*\{ "[a-z_]+",/ { n++ } END { print n + 0 }' "$1/module/probes.c"
+}
+code_ioctls() {		# root: the TASKSTATE_IOC_* commands of the uapi header
+	grep -cE '^#define TASKSTATE_IOC_[A-Z_]+[[:space:]]+_IO' "$1/include/uapi/linux/taskstate.h"
+}
+code_totals() {		# root: the names of TASKSTATE_TOTAL_NAMES
+	uapi_names "$1/include/uapi/linux/taskstate.h" | grep -c '^TOTAL_'
+}
+code_proc_chunk() {	# root
+	sed -nE 's/^#define TS_PROC_CHUNK[[:space:]]+([0-9]+)$/\1/p' "$1/module/table.c"
+}
+code_proc_tries() {	# root
+	sed -nE 's/^#define TS_PROC_TRIES[[:space:]]+([0-9]+)$/\1/p' "$1/module/table.c"
+}
+code_max_threads() {	# root: max_threads' initial value in module/main.c
+	sed -nE 's/^static unsigned int max_threads = ([0-9]+);$/\1/p' "$1/module/main.c"
+}
+code_alerts() {		# root: the alerts of the example rules
+	grep -cE '^[[:space:]]*- alert:' "$1/examples/taskstate.rules.yml"
+}
+
+# What a reader reads: docs/, the README, the manual pages, and the
+# module's parameter descriptions (the lines of MODULE_PARM_DESC).
+count_texts() {		# root
+	local f
+	for f in "$1"/README.md "$1"/docs/*.md "$1"/man/*.[0-9] "$1"/man/man3/*.3; do
+		[ -f "$f" ] || continue
+		echo "== ${f#"$1"/}"
+		sed 's/\\f[BIRP]//g' "$f"
+	done
+	for f in "$1"/module/*.c; do
+		echo "== ${f#"$1"/}"
+		awk '/MODULE_PARM_DESC\(/ { on = 1 } on { print } on && /\);/ { on = 0 }' "$f"
+	done
+}
+
+# "FILE: PHRASE" for each phrase of the texts that matches ERE (its
+# number the first word of $count_re in it after "default", if it says
+# "default"), each file read as one line
+# so that a phrase broken across lines is found too.
+doc_counts() {		# root ere
+	count_texts "$1" | awk '/^== / { if (f) print f "\t" t; f = substr($0, 4); t = ""; next }
+		{ t = t " " $0 } END { if (f) print f "\t" t }' |
+		while IFS=$'\t' read -r f text; do
+			printf '%s\n' "$text" | tr -s ' \t' '  ' | grep -oiE -- "$2" |
+				sed "s|^|$f: |"
+		done
+}
+
+# The facts: NAME, the function that counts it in the code, the phrases
+# that give it in the text.  A phrase for each: "N (scheduler )tracepoints"
+# is every count of tracepoints, wherever it is written.
+count_facts=(
+	"tracepoints hooked|code_tracepoints|\\b$count_re (scheduler )?tracepoints\\b"
+	"ioctl commands|code_ioctls|\\b$count_re (ioctl )?commands\\b"
+	"per-state totals|code_totals|\\b$count_re per-state totals\\b"
+	"threads a process walk takes a hold|code_proc_chunk|\\bchunks of $count_re\\b"
+	"restarts of a process walk|code_proc_tries|\\bafter $count_re restarts\\b"
+	"default max_threads|code_max_threads|\\bthreads [^;]{0,40}\\(default $count_re\\b|\\bdefault $count_re (threads|holds)\\b"
+	"example alerts|code_alerts|\\b$count_re alerts\\b"
+)
+
+# One line per count the text gives wrong ("FILE: PHRASE: the code says
+# N"), and one per fact the text never counts; $count_phrases says how
+# many phrases were checked.
+counts_agree() {	# root
+	local fact name fn ere want phrase got rc=0 found
+	count_phrases=0
+	for fact in "${count_facts[@]}"; do
+		IFS='|' read -r name fn ere <<< "$fact"
+		want=$("$fn" "$1")
+		[ -n "$want" ] && [ "$want" -gt 0 ] ||
+			{ echo "$name: cannot count them in the code ($fn)"; rc=1; continue; }
+		found=0
+		while IFS= read -r phrase; do
+			found=$((found + 1))
+			got=${phrase#*: }
+			got=$(count_num "$(printf '%s\n' "${got#*default }" | grep -oiwE "$count_re" | head -1)")
+			[ "$got" = "$want" ] ||
+				{ echo "$phrase: the code has $want $name ($fn)"; rc=1; }
+		done < <(doc_counts "$1" "$ere")
+		[ $found -gt 0 ] || { echo "$name: no count of them in the docs"; rc=1; }
+		count_phrases=$((count_phrases + found))
+	done
+	return $rc
+}
+
+counts_agree "$top" > "$tmp/out"
+rc=$?
+comment < "$tmp/out"
+ok $rc "every count docs/, the README, the manual pages and the parameter descriptions give of ${#count_facts[@]} things the code defines is the code's ($count_phrases phrases)"
+
+# A tree whose code hooks one more tracepoint, and whose docs say six
+# commands and four per-state totals, the last broken across a line.
+mkdir -p "$tmp/cx"
+cp -r "$top/README.md" "$top/docs" "$top/man" "$top/module" "$top/include" \
+	"$top/examples" "$tmp/cx/"
+sed -i 's/^\t{ "sched_switch",\tts_probe_switch },$/&\n\t{ "sched_waking",\tts_probe_wakeup },/' \
+	"$tmp/cx/module/probes.c"
+sed -i -E 's/^(Six|Seven) commands on one type letter/Six commands on one type letter/; s/ and five per-state totals\./ and four per-state\ntotals./' \
+	"$tmp/cx/docs/abi.md"
+counts_agree "$tmp/cx" > "$tmp/out"
+rc=$?
+[ $rc != 0 ] &&
+	grep -q 'tracepoints: the code has 8 tracepoints hooked' "$tmp/out" &&
+	! grep -q 'tracepoints: the code has 7 ' "$tmp/out" &&
+	grep -q 'docs/abi.md: Six commands: the code has 7 ioctl commands' "$tmp/out" &&
+	grep -q 'docs/abi.md: four per-state totals: the code has 5 per-state totals' "$tmp/out" &&
+	[ "$(grep -vc 'tracepoints hooked\|ioctl commands\|per-state totals' "$tmp/out")" = 0 ]
+rc=$?
+[ $rc = 0 ] || comment < "$tmp/out"
+ok $rc "negative control: an eighth tracepoint in probes.c, six commands and four per-state totals (across a line break) in abi.md fail, and only those"
 
 tap_done doc-test
