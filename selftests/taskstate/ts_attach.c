@@ -7,7 +7,7 @@
  * before TRACK returns, detached once the last tracked thread is
  * untracked or gone, and nothing tracked misses a change meanwhile.
  *
- * The module reports how many of its 6 tracepoints have their static key
+ * The module reports how many of its 7 tracepoints have their static key
  * on in /sys/module/taskstate/parameters/tracepoints_on; nothing else in
  * the test guest traces, so 0 means the keys are off.  With track_all=1
  * the probes stay attached, which the tests check instead.
