@@ -15,7 +15,8 @@
  *
  * Runs in either track_all mode (with track_all=0 the fixture tracks its
  * process as a whole).  With totals=0 run_vm.sh runs process_follows_info
- * alone (PROCESS refused); the others need totals.
+ * alone (PROCESS refused); the others need totals.  Run by name only,
+ * under the fault-injection build: process_totals_saturate_instead_of_wrapping.
  */
 #include <errno.h>
 #include <signal.h>
@@ -730,6 +731,70 @@ TEST_F_TIMEOUT(proc, exec_by_non_leader_keeps_the_record, 180)
 	close(ev[0]);
 }
 
+#define EXITED_START_PARAM "/sys/module/taskstate/parameters/proc_exited_start_ns"
+
+/*
+ * A process's totals are sums of thread time, which can pass 2^64 ns in
+ * a long-lived process with many threads: they must saturate, never wrap
+ * to a small count (a counter that drops).  The fault-injection build
+ * starts a new record's exited totals where it is told
+ * (proc_exited_start_ns): 0.5 s below the edge here.  A thread that
+ * sleeps 1 s then takes the SLEEPING count past it, live and, once it
+ * exits, in the exited totals too; every count stays at least where it
+ * started and never goes down.
+ */
+TEST_F_TIMEOUT(proc, process_totals_saturate_instead_of_wrapping, 60)
+{
+	const uint64_t edge = ~0ULL, start = edge - 500 * MS;
+	struct taskstate_process p1, p2;
+	struct ts_sleeper s;
+	char buf[32];
+	uint64_t nr;
+	int k;
+
+	if (access(EXITED_START_PARAM, W_OK))
+		SKIP(return, "needs the fault-injection build (proc_exited_start_ns)");
+	/* A new record, its exited totals 0.5 s below the edge. */
+	ASSERT_EQ(0, taskstate_untrack(self->fd, self->pid, true, &nr));
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)start);
+	ASSERT_EQ(0, ts_write_str(EXITED_START_PARAM, buf));
+	ASSERT_EQ(0, taskstate_track(self->fd, self->pid, true, &nr));
+	ASSERT_EQ(0, ts_write_str(EXITED_START_PARAM, "0"));
+	ASSERT_EQ(0, taskstate_process(self->fd, self->pid, &p1));
+	ASSERT_EQ(1, p1.valid);
+	for (k = 0; k < NT; k++)
+		ASSERT_EQ(start, p1.exited_ns[k]);
+
+	ASSERT_EQ(0, ts_sleeper_start(&s));
+	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
+	ts_sleep_ms(1000);
+	ASSERT_EQ(0, taskstate_process(self->fd, self->pid, &p2));
+	/* Live: past the edge, so at it. */
+	EXPECT_EQ(edge, p2.state_ns[TASKSTATE_TOTAL_SLEEPING])
+		TH_LOG("SLEEPING %llu ns, %llu below the edge",
+		       (unsigned long long)p2.state_ns[TASKSTATE_TOTAL_SLEEPING],
+		       (unsigned long long)(edge - p2.state_ns[TASKSTATE_TOTAL_SLEEPING]));
+	for (k = 0; k < NT; k++)
+		EXPECT_LE(start, p2.state_ns[k]) TH_LOG("state %d", k);
+	EXPECT_EQ(-1, first_drop(p1.state_ns, p2.state_ns));
+
+	/* Exited: its 1 s moves into the exited totals, at the edge too. */
+	p1 = p2;
+	ts_sleeper_stop(&s);
+	ASSERT_EQ(0, settle(self->fd, self->pid, 1, &p2));
+	EXPECT_EQ(1, p2.nr_exited);
+	EXPECT_EQ(edge, p2.exited_ns[TASKSTATE_TOTAL_SLEEPING])
+		TH_LOG("exited SLEEPING %llu ns",
+		       (unsigned long long)p2.exited_ns[TASKSTATE_TOTAL_SLEEPING]);
+	EXPECT_EQ(edge, p2.state_ns[TASKSTATE_TOTAL_SLEEPING]);
+	for (k = 0; k < NT; k++)
+		EXPECT_LE(start, p2.exited_ns[k]) TH_LOG("state %d", k);
+	EXPECT_EQ(-1, first_drop(p1.state_ns, p2.state_ns));
+	/* The fixture's record, from zero again. */
+	ASSERT_EQ(0, taskstate_untrack(self->fd, self->pid, true, &nr));
+	ASSERT_EQ(0, taskstate_track(self->fd, self->pid, true, &nr));
+}
+
 /*
  * With totals=0 (run_vm.sh's params section) PROCESS is refused: there
  * is nothing to keep.  With totals, it answers this process.
@@ -752,8 +817,17 @@ TEST(process_follows_info)
 	taskstate_close(fd);
 }
 
-/* With arguments, only the tests they name (run_vm.sh: totals=0). */
+/*
+ * Run by name (run_vm.sh), where its load is: the fault-injection build
+ * for process_totals_saturate_instead_of_wrapping; process_follows_info
+ * also alone with totals=0.
+ */
+static const char *const by_name[] = {
+	"process_totals_saturate_instead_of_wrapping",
+	NULL
+};
+
 int main(int argc, char **argv)
 {
-	return ts_harness_main(argc, argv, NULL);
+	return ts_harness_main(argc, argv, by_name);
 }

@@ -646,6 +646,13 @@ taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
  * it may land just after: the module then answers the state's last
  * answer again, until the count passes it, as the kernel keeps a
  * process's utime and stime from going back in cputime_adjust().)
+ *
+ * The totals are sums of thread time, and saturate: a @state_ns or
+ * @exited_ns that would pass 2^64 - 1 ns (584 thread-years: 213 days of
+ * a 1,000-thread process, 21 days of a 10,000-thread one) stays at
+ * 2^64 - 1 for the rest of the record instead of wrapping.  A count that
+ * reads 2^64 - 1 has stopped; it still never goes down, and restarts
+ * with the record.
  */
 
 /**

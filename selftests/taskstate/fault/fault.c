@@ -9,6 +9,7 @@
 #include <linux/delay.h>
 #include <linux/minmax.h>
 #include <linux/moduleparam.h>
+#include <uapi/linux/taskstate.h>
 
 static unsigned int snapshot_delay_ms;
 module_param(snapshot_delay_ms, uint, 0644);
@@ -21,6 +22,10 @@ MODULE_PARM_DESC(newtask_delay_us, "Fault-injection build: busy-wait this long (
 static bool map_enodev;
 module_param(map_enodev, bool, 0644);
 MODULE_PARM_DESC(map_enodev, "Fault-injection build: mmap() fails with ENODEV as where user space cannot load a 64-bit word whole");
+
+static unsigned long long proc_exited_start_ns;
+module_param(proc_exited_start_ns, ullong, 0644);
+MODULE_PARM_DESC(proc_exited_start_ns, "Fault-injection build: each new process record starts every exited total at this many ns instead of 0");
 
 /**
  * ts_fault_snapshot_delay() - how long this TRACK holds its snapshot
@@ -74,4 +79,19 @@ void ts_fault_newtask_delay(void)
 bool ts_fault_map_enodev(void)
 {
 	return READ_ONCE(map_enodev);
+}
+
+/**
+ * ts_fault_proc_start() - where a new process record's exited totals start
+ * @exited_ns: the record's TASKSTATE_MAP_NR_TOTALS exited totals, zeroed
+ *
+ * Context: under ts_lock (a raw spinlock, interrupts off); does not sleep.
+ */
+void ts_fault_proc_start(u64 *exited_ns)
+{
+	u64 ns = READ_ONCE(proc_exited_start_ns);
+	unsigned int i;
+
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		exited_ns[i] = ns;
 }

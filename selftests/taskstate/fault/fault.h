@@ -12,7 +12,9 @@
  *    look at the parent's slot and the child's insert (run_vm.sh: an
  *    UNTRACK racing clone());
  *  - map_enodev: mmap() fails with ENODEV, as where user space cannot
- *    load a word whole (ts_mmap: the errno, and the ioctls still work).
+ *    load a word whole (ts_mmap: the errno, and the ioctls still work);
+ *  - proc_exited_start_ns: each new process record starts its exited
+ *    totals there instead of 0 (ts_proc: the sums saturate at the edge).
  */
 #ifndef TASKSTATE_FAULT_H
 #define TASKSTATE_FAULT_H
@@ -23,10 +25,12 @@ unsigned int ts_fault_snapshot_delay(void);
 void ts_fault_sleep(unsigned int ms);
 void ts_fault_newtask_delay(void);
 bool ts_fault_map_enodev(void);
+void ts_fault_proc_start(u64 *exited_ns);
 
 #define ts_hook_track_hold()		ts_fault_snapshot_delay()
 #define ts_hook_track_wait(ms)		ts_fault_sleep(ms)
 #define ts_hook_newtask()		ts_fault_newtask_delay()
 #define ts_hook_map_refused()		ts_fault_map_enodev()
+#define ts_hook_proc_start(exited_ns)	ts_fault_proc_start(exited_ns)
 
 #endif /* TASKSTATE_FAULT_H */
