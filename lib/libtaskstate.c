@@ -299,7 +299,8 @@ void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,
 
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
 		state_ns[i] = t->state_ns[i];
-	if (word)
+	/* A dead thread's time counts in no total (uapi). */
+	if (word && taskstate_state(word) != TASKSTATE_DEAD)
 		state_ns[taskstate_total_of(taskstate_state(word))] +=
 			taskstate_age_ns(word, now_ns);
 }

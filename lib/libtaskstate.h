@@ -185,7 +185,9 @@ static inline int taskstate_mapping_scan(const struct taskstate_mapping *m,
 /*
  * The totals up to now_ns: t's, with the time in the current state
  * (word's age at now_ns) added to that state's total.  state_ns[i] is
- * indexed by TASKSTATE_TOTAL_*; their sum is now_ns - t->start_ns.
+ * indexed by TASKSTATE_TOTAL_*; their sum is now_ns - t->start_ns, or,
+ * for a DEAD word, since - t->start_ns: a dead thread's time counts in no
+ * total.
  */
 void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,
 			 uint64_t now_ns,

@@ -48,6 +48,31 @@ static void test_decode(void)
 	CHECK(taskstate_now_ns() > 0);
 }
 
+/*
+ * taskstate_totals_at() adds the current state's age to its total, but a
+ * dead thread's time counts in none: its totals stop at its death.
+ */
+static void test_totals_at_stop_at_death(void)
+{
+	struct taskstate_totals t = { .start_ns = 500 };
+	uint64_t at[TASKSTATE_MAP_NR_TOTALS];
+
+	t.state_ns[TASKSTATE_TOTAL_RUNNING] = 300;
+	t.state_ns[TASKSTATE_TOTAL_SLEEPING] = 200;
+	/* Asleep since 1000, read at 5000: 4000 more ns of SLEEPING. */
+	taskstate_totals_at(taskstate_pack(TASKSTATE_SLEEPING, 1000), &t, 5000, at);
+	CHECK(at[TASKSTATE_TOTAL_SLEEPING] == 4200);
+	CHECK(at[TASKSTATE_TOTAL_OTHER] == 0);
+	/* Dead since 1000, read at 5000: nothing more, in any total. */
+	taskstate_totals_at(taskstate_pack(TASKSTATE_DEAD, 1000), &t, 5000, at);
+	CHECK(at[TASKSTATE_TOTAL_RUNNING] == 300);
+	CHECK(at[TASKSTATE_TOTAL_SLEEPING] == 200);
+	CHECK(at[TASKSTATE_TOTAL_OTHER] == 0);
+	/* Stopped counts in OTHER. */
+	taskstate_totals_at(taskstate_pack(TASKSTATE_STOPPED, 1000), &t, 5000, at);
+	CHECK(at[TASKSTATE_TOTAL_OTHER] == 4000);
+}
+
 static void test_state_names(void)
 {
 	unsigned int s;
@@ -245,6 +270,7 @@ static void test_stuck_check(void)
 
 static const struct unit_test tests[] = {
 	{ "decode", test_decode },
+	{ "totals_at_stop_at_death", test_totals_at_stop_at_death },
 	{ "state_names", test_state_names },
 	{ "device_errors", test_device_errors },
 	{ "mapping_read", test_mapping_read },

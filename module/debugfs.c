@@ -79,9 +79,13 @@ static int ts_seq_show(struct seq_file *m, void *v)
 	seq_printf(m, "%7d %7d %-8s %20llu %20llu", view.tid, view.tgid,
 		   ts_state_names[taskstate_state(view.word)],
 		   taskstate_since_ns(view.word), age);
-	/* The totals up to now: the current state's time added to its own. */
+	/*
+	 * The totals up to now: the current state's time added to its own,
+	 * but a dead thread's, which counts in none (uapi: "DOC: Per-state
+	 * totals").
+	 */
 	state = taskstate_state(view.word);
-	if (view.word)
+	if (view.word && state != TASKSTATE_DEAD)
 		view.totals.state_ns[taskstate_total_of(state)] += age;
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++) {
 		if (ts_totals)

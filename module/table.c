@@ -205,7 +205,8 @@ static u64 ts_add_sat(u64 a, u64 b)
 
 /*
  * Add the totals of @s's thread up to @now (its current state's time
- * included), less the time before its insert (pre_ns), to @sum, each
+ * included, unless it is dead), less the time before its insert
+ * (pre_ns), to @sum, each
  * saturating at U64_MAX (ts_add_sat()).  False
  * for a thread with no word yet (nothing to add).
  *
@@ -242,8 +243,10 @@ static bool ts_proc_add(u64 sum[TASKSTATE_MAP_NR_TOTALS],
 	ahead &= TASKSTATE_TIME_MASK;
 	if (t.start_ns && (s64)(ahead - since) > 0)
 		since = ahead;
-	t.state_ns[taskstate_total_of(taskstate_state(word))] +=
-		taskstate_age_ns(since, now);
+	/* A dead thread's time since its death counts in no total (uapi). */
+	if (taskstate_state(word) != TASKSTATE_DEAD)
+		t.state_ns[taskstate_total_of(taskstate_state(word))] +=
+			taskstate_age_ns(since, now);
 	/* At most what is there: a first change stamped a little early. */
 	t.state_ns[s->pre_tot] -= min(s->pre_ns, t.state_ns[s->pre_tot]);
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)

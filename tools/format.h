@@ -114,8 +114,8 @@ const char *ts_state_name(unsigned int state);
 
 /*
  * The per-state totals (TASKSTATE_TOTAL_*) in the same spelling:
- * "running", "runnable", "sleeping", "blocked", "other" (stopped, traced
- * or dead); "?" out of range.
+ * "running", "runnable", "sleeping", "blocked", "other" (stopped or
+ * traced; a dead thread's time counts in none); "?" out of range.
  */
 const char *ts_total_name(unsigned int total);
 

@@ -535,7 +535,7 @@ enum family_id {
 };
 
 /* Their HELP texts; put_family() adds the full stop. */
-#define HELP_TOTAL "Seconds the tracked threads spent in each state (running, runnable, sleeping, blocked, other: stopped, traced or dead)"
+#define HELP_TOTAL "Seconds the tracked threads spent in each state (running, runnable, sleeping, blocked, other: stopped or traced; a dead thread's time counts in none)"
 #define HELP_START "When the counters of taskstate_state_seconds_total began, in seconds since boot (CLOCK_BOOTTIME): a new value means they restarted from zero"
 #define HELP_THREADS "Tracked threads in each state now"
 #define HELP_OLDEST "How long the tracked thread longest in each state has been in it now (0: none in it)"

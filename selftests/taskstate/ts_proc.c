@@ -731,6 +731,96 @@ TEST_F_TIMEOUT(proc, exec_by_non_leader_keeps_the_record, 180)
 	close(ev[0]);
 }
 
+/*
+ * A dead thread's time counts in no total (uapi: "DOC: Per-state
+ * totals"): its own totals, read with the time in its current state,
+ * and its process's, stop at its death.  @pid's leader is dead (a zombie
+ * leader whose other threads live, or a zombie not reaped yet): over
+ * 500 ms neither its totals nor its process's OTHER may grow; a live
+ * sleeper's SLEEPING, if @sleeping, does.
+ */
+static void expect_dead_time_uncounted(struct __test_metadata *_metadata,
+				       int fd, pid_t pid, bool sleeping)
+{
+	struct taskstate_entry e[2] = { { .tid = pid }, { .tid = pid } };
+	struct taskstate_totals t[2];
+	struct taskstate_process p1, p2;
+	uint64_t at1[NT], at2[NT], now1, now2, sum1 = 0, sum2 = 0;
+	int k;
+
+	ASSERT_NE(0, ts_wait_state(fd, pid, TASKSTATE_DEAD, 5000));
+	ASSERT_EQ(1, taskstate_sample(fd, &e[0], &t[0], 1));
+	now1 = taskstate_now_ns();
+	ASSERT_EQ(0, taskstate_process(fd, pid, &p1));
+	ASSERT_EQ(1, p1.valid);
+	ts_sleep_ms(500);
+	ASSERT_EQ(1, taskstate_sample(fd, &e[1], &t[1], 1));
+	now2 = taskstate_now_ns();
+	ASSERT_EQ(0, taskstate_process(fd, pid, &p2));
+	ASSERT_EQ(TASKSTATE_DEAD, taskstate_state(e[1].word));
+	taskstate_totals_at(e[0].word, &t[0], now1, at1);
+	taskstate_totals_at(e[1].word, &t[1], now2, at2);
+	for (k = 0; k < NT; k++) {
+		sum1 += at1[k];
+		sum2 += at2[k];
+	}
+	/* The leader's own totals: the same before and after. */
+	EXPECT_EQ(sum1, sum2)
+		TH_LOG("the dead leader's totals grew %llu ms in %llu ms",
+		       (unsigned long long)((sum2 - sum1) / MS),
+		       (unsigned long long)((now2 - now1) / MS));
+	/* Its process's OTHER: nothing from the dead leader. */
+	EXPECT_GT(5 * MS, p2.state_ns[TASKSTATE_TOTAL_OTHER] -
+			  p1.state_ns[TASKSTATE_TOTAL_OTHER])
+		TH_LOG("OTHER grew %llu ms in %llu ms",
+		       (unsigned long long)((p2.state_ns[TASKSTATE_TOTAL_OTHER] -
+					     p1.state_ns[TASKSTATE_TOTAL_OTHER]) / MS),
+		       (unsigned long long)((p2.now_ns - p1.now_ns) / MS));
+	if (sleeping)
+		EXPECT_LE(400 * MS, p2.state_ns[TASKSTATE_TOTAL_SLEEPING] -
+				    p1.state_ns[TASKSTATE_TOTAL_SLEEPING]);
+	EXPECT_EQ(-1, first_drop(p1.state_ns, p2.state_ns));
+}
+
+/*
+ * A leader that called pthread_exit() while another thread lives stays a
+ * zombie as long as its process: it adds nothing to the totals.
+ */
+TEST_F(proc, zombie_leader_adds_no_time)
+{
+	int go[2];
+	pthread_t th;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(go[1]);
+		if (pthread_create(&th, NULL, sleeper_on, &go[0]))
+			_exit(1);
+		pthread_exit(NULL);
+	}
+	close(go[0]);
+	expect_dead_time_uncounted(_metadata, self->fd, pid, true);
+	/* The sleeper reads EOF and exits; the process with it. */
+	close(go[1]);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+}
+
+/* A process that exited and is not reaped yet: a zombie, no time added. */
+TEST_F(proc, unreaped_zombie_adds_no_time)
+{
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(0);
+	expect_dead_time_uncounted(_metadata, self->fd, pid, false);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+}
+
 #define EXITED_START_PARAM "/sys/module/taskstate/parameters/proc_exited_start_ns"
 
 /*

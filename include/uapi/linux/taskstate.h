@@ -115,7 +115,7 @@ static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
  * With the module's totals parameter on (INFO: map_flags has
  * TASKSTATE_MAP_F_TOTALS), each tracked thread also has cumulative
  * nanoseconds per state: RUNNING, RUNNABLE, SLEEPING, BLOCKED, and one
- * total for the rest (STOPPED, TRACED, DEAD).  The scheduler's probes
+ * total for the rest (STOPPED, TRACED).  The scheduler's probes
  * keep them: at each change of state they add the time spent in the old
  * state, from its since-time to the change, to the old state's total.
  * start_ns is the since-time of the thread's first word (when tracking
@@ -127,7 +127,10 @@ static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
  *
  * and the time in the current state, age(W), is in no total yet: a
  * reader adds it to its state's total (libtaskstate:
- * taskstate_totals_at()).
+ * taskstate_totals_at()), unless that state is DEAD.  A dead thread's
+ * time counts in no total: its totals stop at its death, since(W) of its
+ * DEAD word, whether it is reaped at once or waits as a zombie (a zombie
+ * leader may wait as long as its process lives).
  *
  * Reading them consistently without a lock.  One writer at a time
  * changes W to W' as: total[state(W)] += d, d = since(W') - since(W),
@@ -159,7 +162,7 @@ static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
 #define TASKSTATE_TOTAL_RUNNABLE	1
 #define TASKSTATE_TOTAL_SLEEPING	2
 #define TASKSTATE_TOTAL_BLOCKED		3
-#define TASKSTATE_TOTAL_OTHER		4	/* STOPPED, TRACED, DEAD */
+#define TASKSTATE_TOTAL_OTHER		4	/* STOPPED, TRACED */
 
 /* The totals' names, as the states': the TASKSTATE_TOTAL_* suffixes. */
 #define TASKSTATE_TOTAL_NAMES {						\
@@ -170,7 +173,10 @@ static __inline__ __u64 taskstate_age_ns(__u64 word, __u64 now_ns)
 	[TASKSTATE_TOTAL_OTHER] = "OTHER",				\
 }
 
-/* Which total the time in @state goes to. */
+/*
+ * Which total the time in @state goes to; DEAD's goes to none (see
+ * above), and is given OTHER's index only to keep the index in range.
+ */
 static __inline__ unsigned int taskstate_total_of(unsigned int state)
 {
 	return state >= TASKSTATE_RUNNING && state <= TASKSTATE_BLOCKED ?
@@ -639,7 +645,9 @@ taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
  * The module answers from one consistent look, under the lock that
  * moving a thread's totals takes: a thread is counted live or exited,
  * never both, never neither.  Exited threads not yet freed (released,
- * no longer listed by LIST) are still counted live.  So for one process
+ * no longer listed by LIST) are still counted live, up to their death:
+ * the time a dead thread waits to be freed, or a zombie leader to be
+ * reaped, is in no total.  So for one process
  * each @state_ns[i] never decreases from one call to the next, and
  * @now_ns neither.  (A live thread's current state is counted up to
  * @now_ns, and a change of state stamped on another CPU a moment before
