@@ -204,11 +204,9 @@ static u64 ts_add_sat(u64 a, u64 b)
 }
 
 /*
- * Add the totals of @s's thread up to @now (its current state's time
- * included, unless it is dead), less the time before its insert
- * (pre_ns), to @sum, each
- * saturating at U64_MAX (ts_add_sat()).  False
- * for a thread with no word yet (nothing to add).
+ * The totals of @s's thread up to @now (its current state's time
+ * included, unless it is dead) into @sum.  False for a thread with no
+ * word yet (nothing to add).
  *
  * A read (ts_proc_read()) may give up on a word that keeps changing
  * (ts_pub_read(); not seen): false, the thread is left out of that one
@@ -225,8 +223,8 @@ static u64 ts_add_sat(u64 a, u64 b)
  * there, not twice; a first word without its start_ns yet has no
  * totals.
  */
-static bool ts_proc_add(u64 sum[TASKSTATE_MAP_NR_TOTALS],
-			const struct ts_slot *s, u64 now, bool fold)
+static bool ts_proc_totals(u64 sum[TASKSTATE_MAP_NR_TOTALS],
+			   const struct ts_slot *s, u64 now, bool fold)
 {
 	struct taskstate_totals t;
 	u64 word, since, ahead;
@@ -247,11 +245,47 @@ static bool ts_proc_add(u64 sum[TASKSTATE_MAP_NR_TOTALS],
 	if (taskstate_state(word) != TASKSTATE_DEAD)
 		t.state_ns[taskstate_total_of(taskstate_state(word))] +=
 			taskstate_age_ns(since, now);
-	/* At most what is there: a first change stamped a little early. */
-	t.state_ns[s->pre_tot] -= min(s->pre_ns, t.state_ns[s->pre_tot]);
-	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
-		sum[i] = ts_add_sat(sum[i], t.state_ns[i]);
+	memcpy(sum, t.state_ns, sizeof(t.state_ns));
 	return true;
+}
+
+/*
+ * Add the totals of @s's thread up to @now, less the part from before it
+ * joined its record (base_ns), to @sum, each saturating at U64_MAX
+ * (ts_add_sat()).  False for a thread with no word yet, or one a read
+ * gave up on (ts_proc_totals()).
+ */
+static bool ts_proc_add(u64 sum[TASKSTATE_MAP_NR_TOTALS],
+			const struct ts_slot *s, u64 now, bool fold)
+{
+	u64 t[TASKSTATE_MAP_NR_TOTALS];
+	unsigned int i;
+
+	if (!ts_proc_totals(t, s, now, fold))
+		return false;
+	/* At most what is there: a first change stamped a little early. */
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		sum[i] = ts_add_sat(sum[i], t[i] - min(s->base_ns[i], t[i]));
+	return true;
+}
+
+/*
+ * @s joins a record now: the record counts its thread from here (uapi: "A
+ * thread counts in its process's totals from when its tracking begins,
+ * if its leader is tracked then"; a thread tracked before its record
+ * began joins when it begins).  What its totals hold already stays out
+ * (base_ns): a thread tracked alone, then its process, or one that kept
+ * being tracked when its leader was untracked alone and tracked again,
+ * brings none of its past.  A thread with no word yet has no totals; its
+ * snapshot leaves out the time before join_ns (ts_snapshot()).
+ */
+static void ts_proc_base_locked(struct ts_slot *s)
+{
+	u64 now = ts_proc_now_locked();
+
+	memset(s->base_ns, 0, sizeof(s->base_ns));
+	ts_proc_totals(s->base_ns, s, now, true);
+	s->join_ns = now;
 }
 
 /*
@@ -276,6 +310,7 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 	if (!ts_totals || s->proc != TS_INDEX_NONE)
 		return;
 	if (leader == t) {
+		ts_proc_base_locked(s);
 		INIT_LIST_HEAD(&s->rec.members);
 		memset(s->rec.exited_ns, 0, sizeof(s->rec.exited_ns));
 		ts_hook_proc_start(s->rec.exited_ns);
@@ -292,6 +327,7 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 	ls = ts_lookup(leader);
 	if (!ls || ls->proc == TS_INDEX_NONE)
 		return;
+	ts_proc_base_locked(s);
 	s->proc = ls->proc;
 	list_add_tail(&s->proc_node, &ts_slots[s->proc].rec.members);
 	ts_slots[s->proc].rec.seq++;
@@ -386,9 +422,8 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 	s->way = ts_index_insert(&ts_index, t, idx);
 	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked + 1);
 	s->proc = TS_INDEX_NONE;
-	s->pre_ns = 0;
-	s->pre_tot = 0;
-	s->insert_ns = ts_totals ? ts_proc_now_locked() : 0;
+	memset(s->base_ns, 0, sizeof(s->base_ns));
+	s->join_ns = ts_totals ? ts_proc_now_locked() : 0;
 	ts_proc_join_locked(s, t);
 	return 0;
 }
@@ -620,19 +655,19 @@ void ts_snapshot(struct task_struct *t, u64 upto)
 		return;
 	}
 	/*
-	 * The records count a thread from its insert (uapi: "from when its
-	 * tracking begins"): an estimate before it is kept in the word, and
-	 * its part before the insert in pre_ns, which they leave out.  Both
+	 * The records count a thread from its insert or join (uapi: "from
+	 * when its tracking begins"): an estimate before it is kept in the
+	 * word, and its part before join_ns in base_ns, which they leave
+	 * out.  Both
 	 * under ts_lock, so that a fold or a read sees both or neither.
 	 * Otherwise a thread untracked (its time folded into its record)
 	 * and tracked again would bring that time a second time.
 	 */
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	if (ts_pub_first(ts_slot_pub(s), taskstate_pack(state, now)) &&
-	    READ_ONCE(s->task) == t && (s64)(s->insert_ns - now) > 0) {
-		s->pre_ns = s->insert_ns - now;
-		s->pre_tot = taskstate_total_of(state);
-	}
+	    READ_ONCE(s->task) == t && (s64)(s->join_ns - now) > 0 &&
+	    state != TASKSTATE_DEAD)
+		s->base_ns[taskstate_total_of(state)] = s->join_ns - now;
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
 

@@ -46,15 +46,17 @@ struct ts_slot {
 	 * members through proc_node.
 	 */
 	u32 proc;
-	u32 pre_tot;			/* TASKSTATE_TOTAL_* of pre_ns */
 	struct list_head proc_node;
 	/*
-	 * For the records, which count a thread from its insert (insert_ns,
-	 * ts_proc_now_locked()): the time before it that ts_snapshot()'s
-	 * estimate put into the first word's state.  ts_lock.
+	 * For the records, which count a thread from when it joined one
+	 * (join_ns, ts_proc_now_locked(): its insert, or its join if it was
+	 * tracked before): the part of its totals from before then, which
+	 * they leave out.  That is what it had at a join, or the time
+	 * before its insert that ts_snapshot()'s estimate put into its
+	 * first word's state.  ts_lock.
 	 */
-	u64 insert_ns;
-	u64 pre_ns;
+	u64 join_ns;
+	u64 base_ns[TASKSTATE_MAP_NR_TOTALS];
 	struct ts_proc rec;		/* while proc is this slot */
 };
 

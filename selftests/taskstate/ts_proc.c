@@ -732,6 +732,69 @@ TEST_F_TIMEOUT(proc, exec_by_non_leader_keeps_the_record, 180)
 }
 
 /*
+ * A record counts each thread from when it joined: right after the
+ * process is tracked, the totals hold at most the time since start_ns of
+ * each thread counted, whatever a thread tracked before brought.
+ */
+static void expect_no_past(struct __test_metadata *_metadata, int fd,
+			   pid_t pid)
+{
+	struct taskstate_process p;
+	uint64_t sum, bound;
+
+	ts_sleep_ms(50);
+	ASSERT_EQ(0, taskstate_process(fd, pid, &p));
+	ASSERT_EQ(1, p.valid);
+	EXPECT_EQ(2, p.nr_threads);
+	sum = sum_of(p.state_ns);
+	bound = p.nr_threads * (p.now_ns - p.start_ns) + 20 * MS;
+	EXPECT_GE(bound, sum)
+		TH_LOG("the record's totals sum to %llu ms, %llu ms after it began with %llu threads",
+		       (unsigned long long)(sum / MS),
+		       (unsigned long long)((p.now_ns - p.start_ns) / MS),
+		       (unsigned long long)p.nr_threads);
+}
+
+/*
+ * A thread tracked alone, its process tracked 2 s later: the new record
+ * counts it from then, not its 2 s of sleep before.
+ */
+TEST_F(proc, lone_thread_joins_its_process_without_its_past)
+{
+	struct ts_sleeper s;
+	uint64_t nr;
+
+	ASSERT_EQ(0, ts_sleeper_start(&s));
+	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
+	ASSERT_EQ(0, taskstate_untrack(self->fd, self->pid, true, &nr));
+	ASSERT_EQ(0, taskstate_track(self->fd, s.tid, false, &nr));
+	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
+	ts_sleep_ms(2000);
+	ASSERT_EQ(0, taskstate_track(self->fd, self->pid, true, &nr));
+	expect_no_past(_metadata, self->fd, self->pid);
+	ts_sleeper_stop(&s);
+}
+
+/*
+ * The leader untracked alone (the record ends) while its other thread
+ * stays tracked, the process tracked again 2 s later: the new record
+ * counts that thread from then.
+ */
+TEST_F(proc, thread_joins_a_new_record_without_its_past)
+{
+	struct ts_sleeper s;
+	uint64_t nr;
+
+	ASSERT_EQ(0, ts_sleeper_start(&s));
+	ASSERT_NE(0, ts_wait_state(self->fd, s.tid, TASKSTATE_SLEEPING, 5000));
+	ASSERT_EQ(0, taskstate_untrack(self->fd, self->pid, false, &nr));
+	ts_sleep_ms(2000);
+	ASSERT_EQ(0, taskstate_track(self->fd, self->pid, true, &nr));
+	expect_no_past(_metadata, self->fd, self->pid);
+	ts_sleeper_stop(&s);
+}
+
+/*
  * A dead thread's time counts in no total (uapi: "DOC: Per-state
  * totals"): its own totals, read with the time in its current state,
  * and its process's, stop at its death.  @pid's leader is dead (a zombie

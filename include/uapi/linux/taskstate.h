@@ -629,7 +629,8 @@ taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
  * when its tracking begins, if its leader is tracked then (TRACK of a
  * lone thread whose leader is not tracked does not join it, nor do the
  * tracked threads join a leader tracked alone after them; TRACK with
- * TASKSTATE_TRACK_PROCESS joins every thread), until it leaves: when it
+ * TASKSTATE_TRACK_PROCESS joins every thread, a thread tracked before
+ * from then, none of its past brought in), until it leaves: when it
  * is freed after its exit, or untracked by UNTRACK while its leader
  * stays tracked.  Either way its totals, up to that moment (the time in
  * its last state included), move into @exited_ns and keep counting in
