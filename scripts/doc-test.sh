@@ -602,7 +602,7 @@ counts_agree() {	# root
 counts_agree "$top" > "$tmp/out"
 rc=$?
 comment < "$tmp/out"
-ok $rc "every count docs/, the README, the manual pages and the parameter descriptions give of ${#count_facts[@]} things the code defines is the code's ($count_phrases phrases)"
+ok $rc "each count docs/, the README, the manual pages and the parameter descriptions give of ${#count_facts[@]} things the code defines (tracepoints, ioctl commands, totals...) is the code's ($count_phrases phrases)"
 
 # A tree whose code hooks one more tracepoint, and whose docs say six
 # commands and four per-state totals, the last broken across a line.
