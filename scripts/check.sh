@@ -310,6 +310,21 @@ check_retry() {
 	fi
 }
 
+# A host step whose output is TAP, in the parent: printed and counted, a
+# failure if it ends non-zero without a failed line, a row in the profile.
+tap_step() {	# name tap command...
+	local name=$1 tap=$2 t rc
+	shift 2
+	echo "# === $name ==="
+	t=$(date +%s)
+	"$@" > "$tap" 2>&1
+	rc=$?
+	cat "$tap"
+	count "$tap"
+	[ "$rc" = 0 ] || grep -q '^not ok ' "$tap" || fail "$name (status $rc)"
+	prof $(( $(date +%s) - t )) "host: $name"
+}
+
 # --- the jobs: each kernel's steps, the host tests, the benchmarks --------
 # Each job runs in the background with its output in build/jobs/NAME.log,
 # which run_jobs() prints and counts when the job ends.
@@ -520,23 +535,14 @@ main() {
 	: > "$profile"
 
 	# The unit tests of the library and of the command's formatting (no module).
-	for unit in lib:test_lib tools:test_format; do
-		echo "# === ${unit#*:} ==="
-		t=$(date +%s)
-		make -s -C "$top/${unit%:*}" O="$build/${unit#*:}" check > "$build/${unit#*:}.tap" 2>&1
-		rc=$?
-		cat "$build/${unit#*:}.tap"
-		count "$build/${unit#*:}.tap"
-		[ "$rc" = 0 ] || grep -q '^not ok ' "$build/${unit#*:}.tap" || fail "${unit#*:} (status $rc)"
-		prof $(( $(date +%s) - t )) "host: ${unit#*:}"
-	done
+	tap_step test_lib "$build/test_lib.tap" \
+		make -s -C "$top/lib" O="$build/test_lib" check
+	tap_step test_format "$build/test_format.tap" \
+		make -s -C "$top/tools" O="$build/test_format" check
 
 	# The index the probes look tasks up in (module/index.h), in user space,
 	# with 64- and 32-bit pointers.
 	for cc in cc i686-linux-gnu-gcc; do
-		echo "# === test_index ($cc) ==="
-		t=$(date +%s)
-		tap=$build/test_index-$cc.tap
 		run=""
 		# A host kernel without 32-bit x86 support (IA32_EMULATION off, as
 		# in CI's VMs) cannot run the i686 build: qemu's user mode can.
@@ -544,13 +550,9 @@ main() {
 			run=qemu-i386-static
 			echo "# this host does not run i386 binaries: under $run"
 		fi
-		make -s -C "$top/bench" O="$build/test_index-$cc" CC=$cc RUN=$run \
-			EXTRA_LDFLAGS="$([ $cc = cc ] || echo -static)" test-index > "$tap" 2>&1
-		rc=$?
-		cat "$tap"
-		count "$tap"
-		[ "$rc" = 0 ] || grep -q '^not ok ' "$tap" || fail "test_index $cc (status $rc)"
-		prof $(( $(date +%s) - t )) "host: test_index ($cc)"
+		tap_step "test_index ($cc)" "$build/test_index-$cc.tap" \
+			make -s -C "$top/bench" O="$build/test_index-$cc" CC=$cc RUN=$run \
+			EXTRA_LDFLAGS="$([ $cc = cc ] || echo -static)" test-index
 	done
 
 	# The jobs.  First the kernels' module builds and their torture boots
@@ -586,11 +588,11 @@ main() {
 	done
 	for k in $KERNELS; do
 		case $k in
-		amd64|amd64-6.12) after="host: deb-test;host: ksft-test" ;;
-		686|arm64) after= ;;
-		*) after="host: ksft-test" ;;
+		amd64|amd64-6.12) loads="host: deb-test;host: ksft-test" ;;
+		686|arm64) loads= ;;
+		*) loads="host: ksft-test" ;;
 		esac
-		add_job "$k: main boot" 1 "$k: module build;$after" "job_boot $k main"
+		add_job "$k: main boot" 1 "$k: module build;$loads" "job_boot $k main"
 	done
 	for k in $KERNELS; do
 		add_job "$k: cycles boot" 1 "$k: module build" "job_boot $k cycles"
