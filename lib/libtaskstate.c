@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,11 +50,134 @@ const char *taskstate_dev_path(void)
 }
 
 /*
- * This process's time namespace's CLOCK_BOOTTIME offset (INFO's
- * boottime_offset_ns), learnt at every open and INFO: taskstate_now_ns()
- * subtracts it to read the words' clock, the initial namespace's.
+ * The offset of this process's CLOCK_BOOTTIME from the words' clock, the
+ * initial time namespace's: its time namespace's boottime offset, which
+ * taskstate_now_ns() subtracts.  Learnt from INFO (boottime_offset_ns) at
+ * every open and INFO, and from /proc/self/timens_offsets before the first
+ * use and whenever the namespace may have changed.
+ *
+ * A time namespace is a process's: its threads share it, as they share the
+ * vDSO's data page.  The process's own changes only by setns(), which
+ * needs a single-threaded process (6.1 kernel/time/namespace.c,
+ * timens_install(): -EUSERS otherwise); a child forked after
+ * unshare(CLONE_NEWTIME) starts in the new one.  So the offset never
+ * changes under a second thread of the process: the cache needs no
+ * sequence count, only loads that do not tear (int64_t, 8-aligned, atomic
+ * loads: one 8-byte load on i686 too).
+ *
+ * The fork case: the child forgets the offset (pthread_atfork()) and
+ * learns it again at its first use.  The setns() case: CLOCK_BOOTTIME
+ * then moves against CLOCK_REALTIME, which no time namespace shifts, by
+ * the difference of the two offsets.  The cache keeps realtime - boottime
+ * as it was when the offset was learnt, and taskstate_now_ns() compares
+ * it with the current one (one more vDSO read); a difference of more than
+ * BOOT_SLACK_NS, measured again with care, sends it to learn the offset
+ * again.  A step of the realtime clock (settimeofday(), an NTP step) does
+ * the same, once.  Two namespaces whose offsets differ by less than the
+ * slack are taken for one.
  */
-static int64_t boot_offset_ns;
+#define BOOT_SLACK_NS	100000		/* 100 us */
+#define BOOT_READ_NS	10000		/* a careful read within 10 us */
+
+static int boot_learnt;
+static int64_t boot_offset_ns __attribute__((aligned(8)));
+static int64_t boot_rt_minus_boot __attribute__((aligned(8)));
+
+static void boot_forget(void)
+{
+	__atomic_store_n(&boot_learnt, 0, __ATOMIC_RELAXED);
+}
+
+__attribute__((constructor)) static void boot_init(void)
+{
+	pthread_atfork(NULL, NULL, boot_forget);
+}
+
+static int64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * CLOCK_REALTIME - CLOCK_BOOTTIME, with care: the realtime clock read
+ * between two reads of the boottime clock, again while they are far
+ * apart (a preemption between them), up to four times.
+ */
+static int64_t rt_minus_boot_careful(void)
+{
+	int64_t b1, rt, b2;
+	int i;
+
+	for (i = 0; ; i++) {
+		b1 = clock_ns(CLOCK_BOOTTIME);
+		rt = clock_ns(CLOCK_REALTIME);
+		b2 = clock_ns(CLOCK_BOOTTIME);
+		if (b2 - b1 <= BOOT_READ_NS || i == 3)
+			break;
+	}
+	return rt - (b1 + (b2 - b1) / 2);
+}
+
+static void boot_offset_publish(int64_t offset, int64_t rt_minus_boot)
+{
+	__atomic_store_n(&boot_offset_ns, offset, __ATOMIC_RELAXED);
+	__atomic_store_n(&boot_rt_minus_boot, rt_minus_boot, __ATOMIC_RELAXED);
+	__atomic_store_n(&boot_learnt, 1, __ATOMIC_RELEASE);
+}
+
+/* "boottime SEC NSEC" in a /proc/self/timens_offsets text, as ns. */
+static bool parse_boottime(const char *buf, int64_t *offset)
+{
+	const char *p = strstr(buf, "boottime ");
+	long long sec, nsec;
+	char *end;
+
+	if (!p)
+		return false;
+	sec = strtoll(p + 9, &end, 10);
+	if (end == p + 9 || *end != ' ')
+		return false;
+	p = end + 1;
+	nsec = strtoll(p, &end, 10);
+	if (end == p)
+		return false;
+	*offset = (int64_t)sec * 1000000000 + nsec;
+	return true;
+}
+
+/*
+ * This process's boottime offset, as its time namespace gives it:
+ * /proc/self/timens_offsets shows the offsets of the namespace the
+ * process's children get, which is its own unless it unshared one without
+ * entering it (/proc/self/ns/time and time_for_children differ).  Then, or
+ * without /proc, @known: the offset it had.  No stdio and no allocation:
+ * readlink(), open(), read() and close() into buffers on the stack.
+ */
+static int64_t boot_offset_read(int64_t known)
+{
+	char own[64], children[64], buf[256];
+	int64_t offset = known;
+	ssize_t n1, n2, n;
+	int fd;
+
+	n1 = readlink("/proc/self/ns/time", own, sizeof(own));
+	n2 = readlink("/proc/self/ns/time_for_children", children,
+		      sizeof(children));
+	if (n1 <= 0 || n1 != n2 || memcmp(own, children, n1))
+		return known;
+	fd = open("/proc/self/timens_offsets", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return known;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return known;
+	buf[n] = '\0';
+	return parse_boottime(buf, &offset) ? offset : known;
+}
 
 int taskstate_open(void)
 {
@@ -74,12 +198,14 @@ void taskstate_close(int fd)
 
 int taskstate_info(int fd, struct taskstate_info *info)
 {
+	int64_t rt_minus_boot;
+
 	memset(info, 0, sizeof(*info));
 	info->size = sizeof(*info);
 	if (ioctl(fd, TASKSTATE_IOC_INFO, info) < 0)
 		return -errno;
-	__atomic_store_n(&boot_offset_ns, info->boottime_offset_ns,
-			 __ATOMIC_RELAXED);
+	rt_minus_boot = rt_minus_boot_careful();
+	boot_offset_publish(info->boottime_offset_ns, rt_minus_boot);
 	return 0;
 }
 
@@ -284,11 +410,34 @@ int taskstate_locate(int fd, struct taskstate_location *l, uint32_t n)
 
 uint64_t taskstate_now_ns(void)
 {
-	struct timespec ts;
+	int64_t boot, rt, offset, known;
 
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec -
-	       (uint64_t)__atomic_load_n(&boot_offset_ns, __ATOMIC_RELAXED);
+	boot = clock_ns(CLOCK_BOOTTIME);
+	if (!__atomic_load_n(&boot_learnt, __ATOMIC_ACQUIRE)) {
+		/* Before the first use, and in a forked child. */
+		offset = boot_offset_read(0);
+		boot_offset_publish(offset, rt_minus_boot_careful());
+		return (uint64_t)boot - (uint64_t)offset;
+	}
+	rt = clock_ns(CLOCK_REALTIME);
+	offset = __atomic_load_n(&boot_offset_ns, __ATOMIC_RELAXED);
+	known = __atomic_load_n(&boot_rt_minus_boot, __ATOMIC_RELAXED);
+	if (rt - boot - known > BOOT_SLACK_NS ||
+	    known - (rt - boot) > BOOT_SLACK_NS) {
+		int64_t now = rt_minus_boot_careful();
+
+		/*
+		 * Not a preemption between the reads: another namespace,
+		 * or a step of the realtime clock.
+		 */
+		if (now - known > BOOT_SLACK_NS ||
+		    known - now > BOOT_SLACK_NS) {
+			offset = boot_offset_read(offset);
+			boot_offset_publish(offset, now);
+			boot = clock_ns(CLOCK_BOOTTIME);
+		}
+	}
+	return (uint64_t)boot - (uint64_t)offset;
 }
 
 void taskstate_totals_at(uint64_t word, const struct taskstate_totals *t,

@@ -204,8 +204,12 @@ const char *taskstate_total_name(unsigned int total);
  * Now on the clock the words are stamped with, in ns: the initial time
  * namespace's CLOCK_BOOTTIME.  In a time namespace with a boottime offset
  * this process's CLOCK_BOOTTIME minus that offset, which taskstate_open()
- * and taskstate_info() learn from the module (INFO's boottime_offset_ns);
- * before either, the process's own clock.
+ * and taskstate_info() learn from the module (INFO's boottime_offset_ns).
+ * Before either, and in a child after fork(), it reads the offset from
+ * /proc/self/timens_offsets.  It follows the process into another
+ * namespace (setns()): CLOCK_BOOTTIME then moves against CLOCK_REALTIME,
+ * and the offset is read again.  Two clock reads a call; no stdio, no
+ * allocation.
  */
 uint64_t taskstate_now_ns(void);
 

@@ -6,10 +6,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libtaskstate.h"
@@ -268,6 +272,106 @@ static void test_stuck_check(void)
 	CHECK(taskstate_stuck_check(&m, l, 3, 0, 0, NULL, 3, NULL) == -EINVAL);
 }
 
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME	0x00000080
+#endif
+
+#define TIMENS_OFFSET_S	100000LL
+
+/*
+ * Is this process's CLOCK_BOOTTIME @offset_s ahead of taskstate_now_ns(),
+ * within the 10 ms between the two reads?
+ */
+static bool timens_shift_is(long long offset_s, const char *where)
+{
+	struct timespec ts;
+	uint64_t now = taskstate_now_ns();
+	int64_t shift;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	shift = (int64_t)((uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec - now);
+	if (llabs(shift - offset_s * 1000000000) < 10000000)
+		return true;
+	printf("# %s: the clock is %lld ms ahead of taskstate_now_ns(), not %lld s\n",
+	       where, (long long)(shift / 1000000), offset_s);
+	return false;
+}
+
+/*
+ * In a child: learn the offset (none), then unshare a time namespace
+ * with a boottime offset of TIMENS_OFFSET_S and enter it with setns()
+ * (@enter), or fork a child that starts in it: there taskstate_now_ns()
+ * must take TIMENS_OFFSET_S off this process's clock, without an INFO.
+ * Exit status 0 right, 1 wrong, 77 no time namespaces here (no
+ * CONFIG_TIME_NS, not root).
+ */
+static int timens_child(bool enter)
+{
+	char buf[64];
+	pid_t pid;
+	int fd, n, st;
+
+	if (!timens_shift_is(0, "before"))
+		return 1;
+	if (unshare(CLONE_NEWTIME))
+		return 77;
+	fd = open("/proc/self/timens_offsets", O_WRONLY);
+	n = snprintf(buf, sizeof(buf), "boottime %lld 0", TIMENS_OFFSET_S);
+	if (fd < 0 || write(fd, buf, n) != n)
+		return 77;
+	close(fd);
+	if (enter) {
+		fd = open("/proc/self/ns/time_for_children", O_RDONLY);
+		if (fd < 0 || setns(fd, CLONE_NEWTIME))
+			return 77;
+		close(fd);
+	} else {
+		pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			st = timens_shift_is(TIMENS_OFFSET_S, "fork") ? 0 : 1;
+			fflush(stdout);
+			_exit(st);
+		}
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+			return 1;
+		return WEXITSTATUS(st);
+	}
+	return timens_shift_is(TIMENS_OFFSET_S, "setns") ? 0 : 1;
+}
+
+static void timens_case(bool enter)
+{
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		st = timens_child(enter);
+		fflush(stdout);
+		_exit(st);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	if (WEXITSTATUS(st) == 77)
+		printf("# %s: no time namespace here (CONFIG_TIME_NS, root)\n",
+		       enter ? "setns" : "fork");
+	else
+		CHECK(WEXITSTATUS(st) == 0);
+}
+
+/*
+ * taskstate_now_ns() follows the process into another time namespace
+ * (setns()), and into a child forked after unshare(CLONE_NEWTIME), with
+ * no INFO in between.
+ */
+static void test_now_follows_time_namespace(void)
+{
+	timens_case(true);
+	timens_case(false);
+}
+
 static const struct unit_test tests[] = {
 	{ "decode", test_decode },
 	{ "totals_at_stop_at_death", test_totals_at_stop_at_death },
@@ -276,6 +380,7 @@ static const struct unit_test tests[] = {
 	{ "mapping_read", test_mapping_read },
 	{ "mapping_scan", test_mapping_scan },
 	{ "stuck_check", test_stuck_check },
+	{ "now_follows_time_namespace", test_now_follows_time_namespace },
 };
 
 int main(void)

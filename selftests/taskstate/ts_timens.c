@@ -5,7 +5,10 @@
  * other (the initial namespace's CLOCK_BOOTTIME, "Time namespaces" in the
  * uapi header), INFO tells it its offset, and libtaskstate's
  * taskstate_now_ns() applies it: a thread's age is right with a positive
- * and with a negative offset.
+ * and with a negative offset; also for a process that enters the
+ * namespace with setns() after it opened the device, and for a child
+ * forked into one after unshare(), each with the descriptor opened
+ * before and no INFO since.
  *
  * Runs as root (CAP_SYS_ADMIN for unshare(CLONE_NEWTIME)) against a loaded
  * module, track_all=1 or 0.
@@ -33,20 +36,15 @@ static uint64_t raw_boottime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-/* In the new time namespace: INFO's offset, and a sleeper's age. */
-static int in_namespace(long long offset_s)
+/*
+ * In a time namespace with a boottime offset of @offset_s, through @fd:
+ * the library's clock is the words', and a sleeper's age is right.
+ */
+static int ages_right(int fd, bool track_all, long long offset_s)
 {
-	struct taskstate_info info;
 	struct ts_sleeper s;
 	uint64_t t0, w, now, since, age, raw;
-	int fd;
 
-	fd = taskstate_open();
-	CHILD_CHECK(fd >= 0);
-	CHILD_CHECK(taskstate_info(fd, &info) == 0);
-	fprintf(stderr, "# offset %lld s: INFO says %lld ns\n", offset_s,
-		(long long)info.boottime_offset_ns);
-	CHILD_CHECK(info.boottime_offset_ns == offset_s * 1000000000LL);
 	/* The process's own clock is shifted; the library's is not. */
 	raw = raw_boottime_ns();
 	now = taskstate_now_ns();
@@ -55,7 +53,7 @@ static int in_namespace(long long offset_s)
 
 	t0 = taskstate_now_ns();
 	CHILD_CHECK(ts_sleeper_start(&s) == 0);
-	if (!info.track_all)
+	if (!track_all)
 		CHILD_CHECK(taskstate_track(fd, s.tid, false, NULL) == 0);
 	CHILD_CHECK(ts_wait_state(fd, s.tid, TASKSTATE_SLEEPING, 10000) != 0);
 	ts_sleep_ms(SLEEP_MS);
@@ -71,8 +69,24 @@ static int in_namespace(long long offset_s)
 	CHILD_CHECK(since >= t0 && since <= now);
 	CHILD_CHECK(age >= (SLEEP_MS - 50) * 1000000ULL);
 	ts_sleeper_stop(&s);
-	taskstate_close(fd);
 	return 0;
+}
+
+/* In the new time namespace: INFO's offset, and a sleeper's age. */
+static int in_namespace(long long offset_s)
+{
+	struct taskstate_info info;
+	int fd, ret;
+
+	fd = taskstate_open();
+	CHILD_CHECK(fd >= 0);
+	CHILD_CHECK(taskstate_info(fd, &info) == 0);
+	fprintf(stderr, "# offset %lld s: INFO says %lld ns\n", offset_s,
+		(long long)info.boottime_offset_ns);
+	CHILD_CHECK(info.boottime_offset_ns == offset_s * 1000000000LL);
+	ret = ages_right(fd, info.track_all, offset_s);
+	taskstate_close(fd);
+	return ret;
 }
 
 /* Write the boottime offset for the namespace unshare() made. */
@@ -132,6 +146,71 @@ TEST(age_right_with_a_negative_boottime_offset)
 
 	ASSERT_LE(1, up) TH_LOG("booted less than 2 s ago");
 	check_offset(_metadata, -(up < 10 ? up : 10));
+}
+
+/*
+ * The library learns the offset when it opens the device, in the
+ * namespace it is in then.  A process that moves to another namespace
+ * afterwards, or a child forked into one, keeps using that descriptor,
+ * with no INFO in between: its ages must be right there too.
+ */
+static int ts_moved_fd;
+static bool ts_moved_track_all;
+
+static int moved_child(void *arg)
+{
+	return ages_right(ts_moved_fd, ts_moved_track_all, ts_offset_s);
+}
+
+static int child_moves(void *arg)
+{
+	long long offset_s = ((long long *)arg)[0];
+	bool by_setns = ((long long *)arg)[1];
+	struct taskstate_info info;
+	int nsfd, ret;
+
+	/* Learnt here, in the namespace this test runs in. */
+	ts_moved_fd = taskstate_open();
+	CHILD_CHECK(ts_moved_fd >= 0);
+	CHILD_CHECK(taskstate_info(ts_moved_fd, &info) == 0);
+	ts_moved_track_all = info.track_all;
+	CHILD_CHECK(info.boottime_offset_ns == 0);
+	if (unshare(CLONE_NEWTIME)) {
+		fprintf(stderr, "# unshare(CLONE_NEWTIME): %s\n", strerror(errno));
+		return errno == EINVAL ? CHILD_SKIP : 1;
+	}
+	CHILD_CHECK(set_offset(offset_s) == 0);
+	ts_offset_s = offset_s;
+	if (!by_setns)
+		return run_child(moved_child, NULL);
+	/* This process, single-threaded as setns() wants, moves in. */
+	nsfd = open("/proc/self/ns/time_for_children", O_RDONLY);
+	CHILD_CHECK(nsfd >= 0);
+	CHILD_CHECK(setns(nsfd, CLONE_NEWTIME) == 0);
+	close(nsfd);
+	ret = ages_right(ts_moved_fd, ts_moved_track_all, offset_s);
+	taskstate_close(ts_moved_fd);
+	return ret;
+}
+
+static void check_moved(struct __test_metadata *_metadata, bool by_setns)
+{
+	long long arg[2] = { 100000, by_setns };
+	int ret = run_child(child_moves, arg);
+
+	if (ret == CHILD_SKIP)
+		SKIP(return, "no time namespaces in this kernel (CONFIG_TIME_NS)");
+	EXPECT_EQ(0, ret);
+}
+
+TEST(age_right_after_setns_into_a_time_namespace)
+{
+	check_moved(_metadata, true);
+}
+
+TEST(age_right_in_a_child_forked_after_unshare)
+{
+	check_moved(_metadata, false);
 }
 
 TEST_HARNESS_MAIN
