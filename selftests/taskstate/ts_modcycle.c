@@ -48,7 +48,8 @@ int main(int argc, char **argv)
 {
 	int i, n, fails = 0;
 
-	if (argc != 3 || (n = atoi(argv[2])) <= 0) {
+	n = argc == 3 ? atoi(argv[2]) : 0;
+	if (n <= 0) {
 		fprintf(stderr, "usage: ts_modcycle KO COUNT\n");
 		return 2;
 	}
