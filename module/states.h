@@ -77,7 +77,7 @@ static inline unsigned int ts_state_from_linux(unsigned int st)
  */
 static inline unsigned int ts_state_of(struct task_struct *t)
 {
-	unsigned int st = ts_task_state(t);
+	unsigned int st;
 
 	/*
 	 * exit_notify() sets exit_state once, from 0 to EXIT_ZOMBIE or
@@ -92,6 +92,17 @@ static inline unsigned int ts_state_of(struct task_struct *t)
 		return TASKSTATE_DEAD;
 	if (ts_task_on_cpu(t))
 		return TASKSTATE_RUNNING;
+	/*
+	 * Pairs with the smp_store_release(&prev->on_cpu, 0) in 6.1's
+	 * finish_task(): a task seen off its CPU is seen with the on_rq and
+	 * __state its switch-out left (deactivate_task() and the sleep state
+	 * come before that store).  Without it a weakly ordered CPU (arm64)
+	 * may read on_rq from before the switch-out, and call a task that
+	 * went to sleep RUNNABLE: its wakeup, writing RUNNABLE too, would not
+	 * correct that until it ran.
+	 */
+	smp_rmb();
+	st = ts_task_state(t);
 	if (st & TASK_NEW)
 		return TASKSTATE_NONE;
 	if (ts_task_queued(t))

@@ -562,6 +562,7 @@ static u64 ts_since_estimate(struct task_struct *t, unsigned int state,
 	u64 start = t->start_boottime, arrival, queued, ran = 0, since;
 	unsigned int policy = READ_ONCE(t->policy);
 	u64 offset;
+	bool on_rq;
 
 	/* The two clocks read back to back on one CPU: their offset now. */
 	preempt_disable();
@@ -569,17 +570,34 @@ static u64 ts_since_estimate(struct task_struct *t, unsigned int state,
 	preempt_enable();
 	/* Stable while @t is off its CPU; a switch-in writes the word. */
 	arrival = data_race(t->sched_info.last_arrival);
+	/*
+	 * on_rq first, then the stamp and __state.  activate_task() stores
+	 * the stamp (enqueue_task(): sched_info_enqueue()) before on_rq, and
+	 * on 6.1 to 6.12 psi_enqueue() runs between the two, whose
+	 * write_seqcount_begin() is an smp_wmb(): this smp_rmb() pairs with
+	 * it.  Where nothing orders the two stores (psi off at boot, or a
+	 * kernel that moved psi_enqueue() after on_rq), a weakly ordered CPU
+	 * may see on_rq without the stamp: the case below that answers now.
+	 */
+	on_rq = state == TASKSTATE_RUNNABLE && ts_task_queued(t);
+	smp_rmb();	/* the stamp after on_rq: pairs as said above */
 	queued = state == TASKSTATE_RUNNABLE ? ts_task_last_queued(t) : 0;
 	/*
-	 * Runnable, yet neither stamped nor on a run queue: try_to_wake_up()
-	 * is waking it right now (TASK_WAKING until ttwu_do_activate(), which
+	 * Runnable and not stamped.  Not on a run queue: try_to_wake_up() is
+	 * waking it right now (TASK_WAKING until ttwu_do_activate(), which
 	 * the wakelist path defers to an IPI), so it became runnable about
 	 * now.  Its switch-out would date it to when it went to sleep, and
 	 * its wakeup probe, finding RUNNABLE written, would not restamp it.
-	 * A task preempted in its sleep window is on its run queue with no
-	 * stamp: it keeps the switch-out, when it was preempted.
+	 * On a run queue in a sleep state: preempted in its sleep window,
+	 * which sched_info_depart() does not stamp; it keeps the switch-out,
+	 * when it was preempted.  On a run queue as TASK_RUNNING: being
+	 * moved to another CPU (TASK_ON_RQ_MIGRATING: dequeue_task() cleared
+	 * the stamp, the enqueue there sets it again), or its stamp is not
+	 * seen yet (above): queued about now, as a migration restarts the
+	 * stamp anyway, never dated to when it went to sleep.
 	 */
-	if (state == TASKSTATE_RUNNABLE && !queued && !ts_task_queued(t))
+	if (state == TASKSTATE_RUNNABLE && !queued &&
+	    (!on_rq || ts_task_state(t) == TASK_RUNNING))
 		return now;
 	if (!arrival && !queued)
 		return now;
