@@ -262,6 +262,17 @@ static int ts_track_threads(struct task_struct *p, bool process, u64 *nr)
 	if (!process) {
 		ret = ts_track(p, 0);
 		*nr = !ret;
+		/*
+		 * A leader's record takes in its threads tracked before it,
+		 * from now (ts_proc_join()): a thread that is tracked while
+		 * its leader is then counts in the leader's record, however
+		 * the two were tracked, so a later exec by it keeps the
+		 * record (ts_proc_leave_locked()).
+		 */
+		if (!ret && thread_group_leader(p))
+			for_each_thread(p, t)
+				if (t != p)
+					ts_proc_join(t);
 		return ret;
 	}
 	/* The leader first: its slot holds the record the others join. */

@@ -429,6 +429,31 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 }
 
 /**
+ * ts_proc_join() - count a tracked thread in its leader's record
+ * @t: the thread
+ *
+ * For TRACK of a leader alone: @t, tracked before, joins the record the
+ * leader's slot holds now, from now (ts_proc_join_locked()).  Nothing if
+ * @t is not tracked or counts in a record already.  A thread tracked
+ * after the leader's insert joined at its own insert, so a TRACK of @t
+ * racing this one leaves it counted once, by whichever comes second.
+ *
+ * Context: process context, under rcu_read_lock(), @t found within it;
+ * takes ts_lock.
+ */
+void ts_proc_join(struct task_struct *t)
+{
+	unsigned long irqflags;
+	struct ts_slot *s;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	s = ts_lookup(t);
+	if (s)
+		ts_proc_join_locked(s, t);
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+}
+
+/**
  * ts_track() - start tracking a thread
  * @t: the thread
  * @flags: TS_SLOT_* to give its slot (or add to the one it has)

@@ -144,6 +144,7 @@ void ts_track_child(struct task_struct *child, struct task_struct *parent,
 		    bool all);
 u64 ts_inserts_now(void);
 void ts_snapshot(struct task_struct *t, u64 upto);
+void ts_proc_join(struct task_struct *t);
 bool ts_untrack(struct task_struct *t);
 void ts_track_existing(u64 probes_since);
 void ts_retid(struct task_struct *t);

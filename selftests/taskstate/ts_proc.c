@@ -731,6 +731,90 @@ TEST_F_TIMEOUT(proc, exec_by_non_leader_keeps_the_record, 180)
 	close(ev[0]);
 }
 
+/* The thread of exec_by_a_thread_tracked_before_its_leader_keeps_it. */
+struct late_exec {
+	int go;		/* read: exec now */
+	int wfd;	/* written: this thread's tid, then "e" after exec */
+};
+
+static void *late_exec_thread(void *arg)
+{
+	struct late_exec *x = arg;
+	char env[32], *argv[] = { "ts_proc", NULL }, *envp[] = { env, NULL };
+	pid_t tid = ts_gettid();
+	char ch;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (write(x->wfd, &tid, sizeof(tid)) != sizeof(tid) ||
+	    read(x->go, &ch, 1) != 1)
+		_exit(1);
+	snprintf(env, sizeof(env), EXEC_ENV "=%d", x->wfd);
+	execve("/proc/self/exe", argv, envp);
+	_exit(2);
+}
+
+/*
+ * A thread tracked alone, then its leader tracked alone: the thread
+ * joins the leader's record (uapi: "the threads already tracked join a
+ * leader tracked after them"), so when it calls exec, and takes the
+ * leader's pid, the record stays the process's: valid at every read
+ * across the exec and the old leader's free, the same start_ns, the old
+ * leader among the exited.  Before, the thread was left out of the
+ * record and the exec ended it.
+ */
+TEST_F_TIMEOUT(proc, exec_by_a_thread_tracked_before_its_leader_keeps_it,
+	       60)
+{
+	struct taskstate_process p, first;
+	struct late_exec x;
+	int go[2], ev[2], reads = 0;
+	uint64_t end = 0, nr;
+	pthread_t th;
+	pid_t child, tid;
+	char ch;
+
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(ev));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		x.go = go[0];
+		x.wfd = ev[1];
+		if (pthread_create(&th, NULL, late_exec_thread, &x))
+			_exit(1);
+		for (;;)
+			pause();	/* until the thread's exec kills it */
+	}
+	close(go[0]);
+	close(ev[1]);
+	ASSERT_EQ(sizeof(tid), read(ev[0], &tid, sizeof(tid)));
+	/* track_all tracks both: start from neither. */
+	ASSERT_EQ(0, taskstate_untrack(self->fd, child, true, &nr));
+	ASSERT_EQ(0, taskstate_track(self->fd, tid, false, &nr));
+	ASSERT_EQ(0, taskstate_track(self->fd, child, false, &nr));
+	ASSERT_EQ(0, taskstate_process(self->fd, child, &first));
+	EXPECT_EQ(2, first.nr_threads)
+		TH_LOG("the thread tracked first is not in the record");
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(1, read(ev[0], &ch, 1));
+	/* The old leader's free comes a grace period after the exec. */
+	end = taskstate_now_ns() + 1000 * MS;
+	do {
+		ASSERT_EQ(0, taskstate_process(self->fd, child, &p))
+			TH_LOG("read %d after the exec: the record ended", reads);
+		ASSERT_EQ(first.start_ns, p.start_ns);
+		reads++;
+		ts_sleep_ms(5);
+	} while (taskstate_now_ns() < end);
+	EXPECT_EQ(1, p.nr_threads);
+	EXPECT_LE(1, p.nr_exited);
+	kill(child, SIGKILL);
+	ASSERT_EQ(child, waitpid(child, NULL, 0));
+	close(go[1]);
+	close(ev[0]);
+}
+
 /*
  * A record counts each thread from when it joined: right after the
  * process is tracked, the totals hold at most the time since start_ns of

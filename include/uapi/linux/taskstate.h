@@ -627,10 +627,11 @@ taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
  * every process with track_all, a process tracked with
  * TASKSTATE_TRACK_PROCESS.  A thread counts in its process's totals from
  * when its tracking begins, if its leader is tracked then (TRACK of a
- * lone thread whose leader is not tracked does not join it, nor do the
- * tracked threads join a leader tracked alone after them; TRACK with
- * TASKSTATE_TRACK_PROCESS joins every thread, a thread tracked before
- * from then, none of its past brought in), until it leaves: when it
+ * lone thread whose leader is not tracked does not join it; the threads
+ * already tracked join a leader tracked after them, alone or with
+ * TASKSTATE_TRACK_PROCESS, from then, none of their past brought in):
+ * every tracked thread of a process whose leader is tracked counts in
+ * its record.  It counts until it leaves: when it
  * is freed after its exit, or untracked by UNTRACK while its leader
  * stays tracked.  Either way its totals, up to that moment (the time in
  * its last state included), move into @exited_ns and keep counting in
@@ -641,7 +642,9 @@ taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
  * (UNTRACK of the leader or of the process); and with the process (the
  * leader freed after the last thread's exit; then its pid is ESRCH).  A
  * non-leader thread that calls exec takes its leader's pid (de_thread()):
- * the record stays the process's, across that exec as across any other.
+ * the record stays the process's, across that exec as across any other,
+ * if that thread is tracked (an untracked one becomes a leader that is
+ * not tracked, and the record ends when the old leader is freed).
  *
  * The module answers from one consistent look, under the lock that
  * moving a thread's totals takes: a thread is counted live or exited,
