@@ -348,12 +348,17 @@ int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
 
 int taskstate_process(int fd, unsigned int pid, struct taskstate_process *p)
 {
-	memset(p, 0, sizeof(*p));
-	p->size = sizeof(*p);
-	p->pid = pid;
-	if (ioctl(fd, TASKSTATE_IOC_PROCESS, p) < 0)
-		return -errno;
-	return p->valid ? 0 : -ENODATA;
+	int tries = 0;
+
+	do {
+		memset(p, 0, sizeof(*p));
+		p->size = sizeof(*p);
+		p->pid = pid;
+		if (ioctl(fd, TASKSTATE_IOC_PROCESS, p) == 0)
+			return p->valid ? 0 : -ENODATA;
+		/* EAGAIN: the record changed hands during the read. */
+	} while (errno == EAGAIN && ++tries < 4);
+	return -errno;
 }
 
 int taskstate_mapping_open(int fd, struct taskstate_mapping *m)

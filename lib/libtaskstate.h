@@ -80,7 +80,9 @@ int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
  * down only when the process ends.  Returns 0 with *p filled, or -errno:
  * -ENODATA the module keeps no totals for that process (its leader is not
  * tracked; *p's out fields are 0), -ESRCH no such process, -EOPNOTSUPP
- * the module keeps no totals at all (totals=0).
+ * the module keeps no totals at all (totals=0), -EINTR a signal came
+ * while it waited for another caller's read.  (EAGAIN, a record that
+ * changed hands during the read, is retried here.)
  */
 int taskstate_process(int fd, unsigned int pid, struct taskstate_process *p);
 

@@ -27,6 +27,7 @@
 #include <linux/miscdevice.h>
 #include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/time_namespace.h>
 #include <linux/uaccess.h>
@@ -505,6 +506,7 @@ static long ts_ioctl_process(void *arg)
 	struct taskstate_process *args = arg;
 	u32 usize = args->size, pid = args->pid;
 	struct task_struct *p;
+	int ret;
 
 	if (!ts_totals)
 		return -EOPNOTSUPP;
@@ -513,9 +515,14 @@ static long ts_ioctl_process(void *arg)
 	rcu_read_lock();
 	p = ts_task_of(pid, task_active_pid_ns(current), PIDTYPE_TGID);
 	if (p)
-		ts_proc_read(p, args);
+		get_task_struct(p);
 	rcu_read_unlock();
-	return p ? 0 : -ESRCH;
+	if (!p)
+		return -ESRCH;
+	/* It may sleep between chunks of threads: @p held, not RCU. */
+	ret = ts_proc_read(p, args);
+	put_task_struct(p);
+	return ret;
 }
 
 /* Every argument struct starts with its size, then its flags. */

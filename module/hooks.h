@@ -36,6 +36,18 @@
 #define ts_hook_proc_start(exited_ns)	((void)(exited_ns))
 #endif
 
+/*
+ * PROCESS's walk (ts_proc_read()): ts_lock just taken, and about to be
+ * dropped after counting @nr threads in that hold; for a test build to
+ * time the holds.  Under ts_lock, interrupts off.
+ */
+#ifndef ts_hook_proc_hold_begin
+#define ts_hook_proc_hold_begin()	do { } while (0)
+#endif
+#ifndef ts_hook_proc_hold_end
+#define ts_hook_proc_hold_end(nr)	((void)(nr))
+#endif
+
 /* mmap(): refuse the mapping (ENODEV) now. */
 #ifndef ts_hook_map_refused
 #define ts_hook_map_refused()		false

@@ -26,7 +26,16 @@ struct ts_proc {
 	u64 shown_ns[TASKSTATE_MAP_NR_TOTALS];	/* last answered */
 	u64 nr_exited;
 	u64 start_ns;		/* when it began, uapi start_ns */
-	u64 seq;		/* bumped by each change, ts_proc_read() */
+	/*
+	 * A PROCESS walk in progress (ts_proc_read()), paused between two
+	 * holds of ts_lock: its number (0: none), the member it counts
+	 * next, and what members that left before it reached them took
+	 * with them (ts_proc_leave_locked()).
+	 */
+	u64 walk;
+	struct list_head *walk_pos;
+	u64 walk_missed_ns[TASKSTATE_MAP_NR_TOTALS];
+	u64 walk_missed_nr;
 };
 
 /*
@@ -57,6 +66,7 @@ struct ts_slot {
 	 */
 	u64 join_ns;
 	u64 base_ns[TASKSTATE_MAP_NR_TOTALS];
+	u64 walked;			/* the last walk that counted it */
 	struct ts_proc rec;		/* while proc is this slot */
 };
 
@@ -158,7 +168,7 @@ struct ts_view {
 	char comm[TASK_COMM_LEN];
 };
 
-void ts_proc_read(struct task_struct *leader, struct taskstate_process *p);
+int ts_proc_read(struct task_struct *leader, struct taskstate_process *p);
 
 bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 		  struct ts_view *v);

@@ -148,13 +148,15 @@ detach_queue() {
 section_review() {
 	# The newtask probe's race with UNTRACK, its window widened to 200 us
 	# by the fault-injection build, a TRACK's snapshot held while the
-	# thread is untracked and tracked again, and process totals started
-	# near the edge where they saturate.
+	# thread is untracked and tracked again, process totals started
+	# near the edge where they saturate, and PROCESS's holds of the
+	# table lock timed.
 	if check "load fault-injection build (track_all=0)" \
 	   insmod "$TS_FI_KO" track_all=0 newtask_delay_us=200; then
 		run "$TS_BIN/ts_attach" untrack_process_racing_clone \
 			snapshot_leaves_a_younger_slot
-		run "$TS_BIN/ts_proc" process_totals_saturate_instead_of_wrapping
+		run "$TS_BIN/ts_proc" process_totals_saturate_instead_of_wrapping \
+			process_walk_holds_the_lock_for_a_chunk
 		run "$TS_BIN/ts_mmap" mmap_is_enodev_without_whole_word_loads
 		check "unload fault-injection build" rmmod taskstate
 	fi

@@ -1032,6 +1032,92 @@ TEST_F_TIMEOUT(proc, process_totals_saturate_instead_of_wrapping, 60)
 	ASSERT_EQ(0, taskstate_track(self->fd, self->pid, true, &nr));
 }
 
+#define HOLD_NS_PARAM	"/sys/module/taskstate/parameters/proc_hold_max_ns"
+#define HOLD_NR_PARAM	"/sys/module/taskstate/parameters/proc_hold_max_threads"
+#define WALKED		10000
+#define WALK_CHUNK	256	/* uapi: PROCESS walks in chunks of 256 */
+
+/* A number from a sysfs file, or -1. */
+static long long read_ll(const char *path)
+{
+	long long v = -1;
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * PROCESS of a 10,000-thread process while threads come and go: the
+ * walk drops the table lock, and turns interrupts back on, after each
+ * chunk of threads, however often the record changes meanwhile, and
+ * still counts every thread once.  The fault-injection build times each
+ * hold (proc_hold_max_ns, local_clock()) and counts its threads
+ * (proc_hold_max_threads).  Before, a walk that saw the record change
+ * four times walked the rest in one hold: 10,000 threads.
+ */
+TEST_F_TIMEOUT(proc, process_walk_holds_the_lock_for_a_chunk, 300)
+{
+	long long tmax = read_ll("/proc/sys/kernel/threads-max");
+	static pthread_t th[WALKED];
+	struct taskstate_process p;
+	long long hold_ns, hold_nr;
+	struct churn c = { 0 };
+	pthread_attr_t attr;
+	int go[2], i, n = 0;
+	char buf[32];
+	long stack;
+
+	if (access(HOLD_NR_PARAM, W_OK))
+		SKIP(return, "needs the fault-injection build (proc_hold_max_threads)");
+	/* The kernel's own limit, from memory: 8192 threads in 1 GiB. */
+	if (tmax < 4 * WALKED) {
+		snprintf(buf, sizeof(buf), "%d", 4 * WALKED);
+		ASSERT_EQ(0, ts_write_str("/proc/sys/kernel/threads-max", buf));
+	}
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pthread_attr_init(&attr));
+	stack = sysconf(_SC_THREAD_STACK_MIN);
+	ASSERT_EQ(0, pthread_attr_setstacksize(&attr, stack > 64 * 1024 ?
+						     (size_t)stack : 64 * 1024));
+	for (i = 0; i < WALKED; i++, n++)
+		if (pthread_create(&th[i], &attr, sleeper_on, &go[0]))
+			break;
+	ASSERT_EQ(WALKED, n);
+	ASSERT_EQ(0, pthread_create(&c.thread, NULL, churner, &c));
+	ASSERT_EQ(0, ts_write_str(HOLD_NS_PARAM, "0"));
+	ASSERT_EQ(0, ts_write_str(HOLD_NR_PARAM, "0"));
+	for (i = 0; i < 20; i++) {
+		ASSERT_EQ(0, taskstate_process(self->fd, self->pid, &p));
+		/* The sleepers, the leader, the churner, its workers. */
+		EXPECT_LE(WALKED + 2, p.nr_threads);
+		/* And the dead ones not freed yet: far from a second chunk. */
+		EXPECT_GE(WALKED + 2 + 200, p.nr_threads);
+	}
+	hold_ns = read_ll(HOLD_NS_PARAM);
+	hold_nr = read_ll(HOLD_NR_PARAM);
+	c.stop = 1;
+	pthread_join(c.thread, NULL);
+	ASSERT_EQ(0, c.err);
+	TH_LOG("%d threads, %lu workers came and went: the longest hold %lld us, %lld threads",
+	       WALKED, c.exited, hold_ns / 1000, hold_nr);
+	EXPECT_LT(0, c.exited);
+	EXPECT_GE(WALK_CHUNK, hold_nr);
+	EXPECT_LT(0, hold_nr);
+	close(go[1]);
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	close(go[0]);
+	if (tmax < 4 * WALKED) {
+		snprintf(buf, sizeof(buf), "%lld", tmax);
+		ts_write_str("/proc/sys/kernel/threads-max", buf);
+	}
+}
+
 /*
  * With totals=0 (run_vm.sh's params section) PROCESS is refused: there
  * is nothing to keep.  With totals, it answers this process.

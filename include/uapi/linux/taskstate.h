@@ -646,10 +646,16 @@ taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
  * if that thread is tracked (an untracked one becomes a leader that is
  * not tracked, and the record ends when the old leader is freed).
  *
- * The module answers from one consistent look, under the lock that
- * moving a thread's totals takes: a thread is counted live or exited,
- * never both, never neither.  Exited threads not yet freed (released,
- * no longer listed by LIST) are still counted live, up to their death:
+ * The module counts each thread that is in the record at @now_ns once,
+ * live or exited, never both, never neither: it walks the live
+ * threads under the lock that moving a thread's totals takes, in chunks
+ * of 256, that lock dropped in between, so that its time with interrupts
+ * off does not grow with the process.  So a large process is counted up
+ * to about @now_ns: a state change during the walk may count up to when
+ * it happened, a thread that leaves during it is counted live up to its
+ * leave, and threads that join during it are left out.  Exited threads
+ * not yet freed (released, no longer listed by LIST) are still counted
+ * live, up to their death:
  * the time a dead thread waits to be freed, or a zombie leader to be
  * reaped, is in no total.  So for one process
  * each @state_ns[i] never decreases from one call to the next, and
@@ -675,7 +681,8 @@ taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
  * @valid: out: 1 if the module keeps this process's totals (see above),
  *         else 0 and every other out field 0
  * @now_ns: out: CLOCK_BOOTTIME time the totals are counted up to
- * @nr_threads: out: threads counted live (tracked, not freed yet)
+ * @nr_threads: out: threads counted live (tracked, not freed yet, at
+ *              @now_ns)
  * @nr_exited: out: threads whose totals moved into @exited_ns
  * @state_ns: out: ns the process's threads spent in each state
  *            (TASKSTATE_TOTAL_*) up to @now_ns: the live threads'
@@ -692,7 +699,12 @@ taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
  *            before
  *
  * Errors: ESRCH no such process in the caller's pid namespace;
- * EOPNOTSUPP the module keeps no totals (totals=0).
+ * EOPNOTSUPP the module keeps no totals (totals=0); EINTR a signal came
+ * while waiting for another caller's PROCESS (reads are one at a time;
+ * restarted after a handler installed with SA_RESTART); EAGAIN the
+ * process's record changed hands or began again (exec by a non-leader
+ * thread, UNTRACK and TRACK of its leader) so often during one read
+ * that it gave up after 4 restarts: try again.
  */
 struct taskstate_process {
 	__u32 size;

@@ -9,6 +9,7 @@
 #include <linux/delay.h>
 #include <linux/minmax.h>
 #include <linux/moduleparam.h>
+#include <linux/sched/clock.h>
 #include <uapi/linux/taskstate.h>
 
 static unsigned int snapshot_delay_ms;
@@ -26,6 +27,16 @@ MODULE_PARM_DESC(map_enodev, "Fault-injection build: mmap() fails with ENODEV as
 static unsigned long long proc_exited_start_ns;
 module_param(proc_exited_start_ns, ullong, 0644);
 MODULE_PARM_DESC(proc_exited_start_ns, "Fault-injection build: each new process record starts every exited total at this many ns instead of 0");
+
+static unsigned long long proc_hold_max_ns;
+module_param(proc_hold_max_ns, ullong, 0644);
+MODULE_PARM_DESC(proc_hold_max_ns, "Fault-injection build: the longest hold of the table lock (interrupts off) by a PROCESS walk, in ns (local_clock()); write 0 to start again");
+
+static unsigned int proc_hold_max_threads;
+module_param(proc_hold_max_threads, uint, 0644);
+MODULE_PARM_DESC(proc_hold_max_threads, "Fault-injection build: the most threads a PROCESS walk counted in one hold of the table lock; write 0 to start again");
+
+static u64 proc_hold_since;	/* under ts_lock */
 
 /**
  * ts_fault_snapshot_delay() - how long this TRACK holds its snapshot
@@ -94,4 +105,30 @@ void ts_fault_proc_start(u64 *exited_ns)
 
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
 		exited_ns[i] = ns;
+}
+
+/**
+ * ts_fault_proc_hold_begin() - a PROCESS walk took the table lock
+ *
+ * Context: under ts_lock (a raw spinlock, interrupts off).
+ */
+void ts_fault_proc_hold_begin(void)
+{
+	proc_hold_since = local_clock();
+}
+
+/**
+ * ts_fault_proc_hold_end() - a PROCESS walk drops the table lock
+ * @nr: the threads it counted in this hold
+ *
+ * Context: under ts_lock (a raw spinlock, interrupts off).
+ */
+void ts_fault_proc_hold_end(unsigned int nr)
+{
+	u64 ns = local_clock() - proc_hold_since;
+
+	if (ns > READ_ONCE(proc_hold_max_ns))
+		WRITE_ONCE(proc_hold_max_ns, ns);
+	if (nr > READ_ONCE(proc_hold_max_threads))
+		WRITE_ONCE(proc_hold_max_threads, nr);
 }

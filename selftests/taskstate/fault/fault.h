@@ -26,11 +26,15 @@ void ts_fault_sleep(unsigned int ms);
 void ts_fault_newtask_delay(void);
 bool ts_fault_map_enodev(void);
 void ts_fault_proc_start(u64 *exited_ns);
+void ts_fault_proc_hold_begin(void);
+void ts_fault_proc_hold_end(unsigned int nr);
 
 #define ts_hook_track_hold()		ts_fault_snapshot_delay()
 #define ts_hook_track_wait(ms)		ts_fault_sleep(ms)
 #define ts_hook_newtask()		ts_fault_newtask_delay()
 #define ts_hook_map_refused()		ts_fault_map_enodev()
 #define ts_hook_proc_start(exited_ns)	ts_fault_proc_start(exited_ns)
+#define ts_hook_proc_hold_begin()	ts_fault_proc_hold_begin()
+#define ts_hook_proc_hold_end(nr)	ts_fault_proc_hold_end(nr)
 
 #endif /* TASKSTATE_FAULT_H */
