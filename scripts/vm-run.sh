@@ -113,6 +113,8 @@ cp "$script" "$out/cmd.sh"
 # The initramfs: busybox, the modules 9p needs, and /init.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The guest's / : an unprivileged user must get through it (ts_scope).
+chmod 755 "$work"
 mkdir -p "$work"/{bin,dev,proc,sys,mnt,results,tmp,lib/modules}
 cp "$busybox" "$work/bin/busybox"
 : > "$work/lib/modules/order"	# none for the debug kernels (built in)
@@ -161,7 +163,14 @@ if [ $chroot_host = 1 ]; then
 	mkdir /mnt/tmp/results
 	mount --bind /results /mnt/tmp/results
 	: > /results/started
-	TS_OUT=/tmp/results chroot /mnt /bin/sh -c 'cd /tmp && sh /tmp/results/cmd.sh' \
+	# The host's tree becomes the root of a mount namespace of its own,
+	# as switch_root makes it, not a chroot: the kernel makes no user
+	# namespace inside a chroot (current_chrooted()), and the scoped
+	# descriptor's tests run in new user and pid namespaces.
+	TS_OUT=/tmp/results unshare -m --propagation private \
+		nsenter --mount=/proc/self/ns/mnt sh -c 'cd /mnt &&
+		mount -o move /mnt / &&
+		exec chroot . /bin/sh -c "cd /tmp && sh /tmp/results/cmd.sh"' \
 		> /results/output.log 2>&1
 else
 	mount -t debugfs debugfs /sys/kernel/debug
