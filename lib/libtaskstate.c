@@ -19,7 +19,7 @@
 #include "libtaskstate.h"
 
 /* The structs must match the first ABI version on every architecture. */
-_Static_assert(sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER2,
+_Static_assert(sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER3,
 	       "taskstate_info size");
 _Static_assert(sizeof(struct taskstate_track) == TASKSTATE_TRACK_SIZE_VER0,
 	       "taskstate_track size");

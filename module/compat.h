@@ -273,6 +273,20 @@ static inline bool ts_task_on_cpu(const struct task_struct *t)
 }
 
 /*
+ * Was @t dumpable when its mm went (exit_mm())?  ptrace's answer for a
+ * task with no mm (5.9+, task_struct.user_dumpable); before, unknown,
+ * and a scoped descriptor does not show such a task.
+ */
+static inline bool ts_task_user_dumpable(const struct task_struct *t)
+{
+#ifdef TS_HAVE_USER_DUMPABLE
+	return t->user_dumpable;
+#else
+	return false;
+#endif
+}
+
+/*
  * Queue the RCU callback that makes a released slot reusable.  Kernels
  * with lazy RCU (6.2+, CONFIG_RCU_LAZY=y in Debian's 6.12 and later) batch
  * plain call_rcu() callbacks for up to about 10 s, during which a dead

@@ -72,7 +72,7 @@ static int ts_seq_show(struct seq_file *m, void *v)
 		return 0;
 	}
 	if (!ts_view_slot((uintptr_t)v - 2, task_active_pid_ns(current),
-			  &view))
+			  &view, NULL))
 		return 0;
 	now = ktime_get_boot_fast_ns();
 	age = taskstate_age_ns(view.word, now);

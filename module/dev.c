@@ -3,12 +3,14 @@
  * /dev/taskstate: the device, and every ioctl of
  * include/uapi/linux/taskstate.h.  mmap() is mmap.c's.
  *
- * Per-switch timestamps are a timing side channel, and
- * ptrace_may_access() is not exported to modules, so opening the device
- * needs CAP_PERFMON or CAP_SYS_ADMIN in the initial user namespace (the
- * same bar as system-wide perf).  The file mode lets anyone try.  Tids are
- * the caller's: they are resolved in its pid namespace, and threads
- * outside it cannot be named.
+ * Per-switch timestamps are a timing side channel: a descriptor opened
+ * with CAP_PERFMON or CAP_SYS_ADMIN in the initial user namespace (the
+ * same bar as system-wide perf) sees every thread; one opened without is
+ * scoped to the opener's process and its descendants (scope.c; the
+ * unprivileged parameter turns those opens off), and a thread outside
+ * its scope answers exactly as a tid that does not exist.  The file mode
+ * lets anyone try.  Tids are the caller's: they are resolved in its pid
+ * namespace, and threads outside it cannot be named.
  *
  * Each ioctl is a handler and a row of ts_ioctl_ops[].  The dispatcher,
  * ts_dev_ioctl(), does for all of them what the uapi header's "DOC:
@@ -34,10 +36,11 @@
 #include "hooks.h"
 #include "probes.h"
 #include "readers.h"
+#include "scope.h"
 #include "table.h"
 
 /* Each struct is the latest version the uapi header gives its size of. */
-static_assert(sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER2);
+static_assert(sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER3);
 static_assert(sizeof(struct taskstate_track) == TASKSTATE_TRACK_SIZE_VER0);
 static_assert(sizeof(struct taskstate_sample) == TASKSTATE_SAMPLE_SIZE_VER1);
 static_assert(sizeof(struct taskstate_list) == TASKSTATE_LIST_SIZE_VER1);
@@ -60,18 +63,20 @@ static struct task_struct *ts_task_of(u32 id, struct pid_namespace *ns,
 }
 
 /*
- * The slot of the tracked thread @tid names in @ns, with its tgid there
- * in @tgid; NULL and tgid 0 if none.  Under rcu_read_lock(): the task
- * cannot be freed, and a slot found for it cannot be reused by another
- * thread.  The tgid is 0 while the last thread of a group is being
- * released (__unhash_process() detaches its PID link, then its TGID
- * one): the ABI promises tgid 0 only for "not found", and so it is.
+ * The slot of the tracked thread @tid names in @ns, in scope @sc, with
+ * its tgid there in @tgid; NULL and tgid 0 if none.  Under
+ * rcu_read_lock(): the task cannot be freed, and a slot found for it
+ * cannot be reused by another thread.  The tgid is 0 while the last
+ * thread of a group is being released (__unhash_process() detaches its
+ * PID link, then its TGID one): the ABI promises tgid 0 only for "not
+ * found", and so it is.  A thread outside @sc is not found either, as a
+ * tid that names nothing: nothing tells the two apart.
  */
-static struct ts_slot *ts_slot_of(u32 tid, struct pid_namespace *ns,
-				  u32 *tgid)
+static struct ts_slot *ts_slot_of(const struct ts_scope *sc, u32 tid,
+				  struct pid_namespace *ns, u32 *tgid)
 {
 	struct task_struct *t = ts_task_of(tid, ns, PIDTYPE_PID);
-	struct ts_slot *s = t ? ts_lookup(t) : NULL;
+	struct ts_slot *s = t && ts_scope_sees(sc, t) ? ts_lookup(t) : NULL;
 
 	*tgid = s ? task_tgid_nr_ns(t, ns) : 0;
 	return *tgid ? s : NULL;
@@ -107,6 +112,7 @@ struct ts_batch {
 	struct taskstate_totals __user *utot;	/* NULL: no totals */
 	struct taskstate_totals *tot;		/* TS_CHUNK, with utot */
 	struct pid_namespace *ns;		/* the caller's */
+	const struct ts_scope *sc;		/* the descriptor's, or NULL */
 	u32 done;				/* records copied out */
 	union {
 		u8 bytes[TS_CHUNK * TS_RECORD];
@@ -117,11 +123,13 @@ struct ts_batch {
 
 /*
  * Start a batch of @count records at @urec, with their totals at @utot
- * unless it is 0.  Returns 0, -EFAULT for an address this kernel cannot
+ * unless it is 0, for a descriptor of scope @sc.  Returns 0, -EFAULT for an address this kernel cannot
  * have given, or -ENOMEM.  ts_batch_end() in every case.
  */
-static int ts_batch_start(struct ts_batch *b, u64 urec, u64 utot, u32 count)
+static int ts_batch_start(struct ts_batch *b, const struct ts_scope *sc,
+			  u64 urec, u64 utot, u32 count)
 {
+	b->sc = sc;
 	b->urec = u64_to_user_ptr(urec);
 	b->utot = NULL;
 	b->tot = NULL;
@@ -166,7 +174,7 @@ static void ts_batch_end(struct ts_batch *b)
  * Always inlined, so that @one() stays a direct call in each handler.
  */
 static __always_inline long
-ts_batch_lookup(u64 urec, u64 utot, u32 count,
+ts_batch_lookup(const struct ts_scope *sc, u64 urec, u64 utot, u32 count,
 		bool (*one)(struct ts_batch *b, u32 i))
 {
 	struct ts_batch b;
@@ -178,7 +186,7 @@ ts_batch_lookup(u64 urec, u64 utot, u32 count,
 		return -E2BIG;
 	if (utot && !ts_totals)
 		return -EOPNOTSUPP;
-	ret = ts_batch_start(&b, urec, utot, count);
+	ret = ts_batch_start(&b, sc, urec, utot, count);
 	while (!ret && b.done < count) {
 		cond_resched();
 		n = min_t(u32, count - b.done, TS_CHUNK);
@@ -217,7 +225,7 @@ static s64 ts_boottime_offset_ns(void)
 	return (s64)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
 }
 
-static long ts_ioctl_info(void *arg)
+static long ts_ioctl_info(struct ts_scope *sc, void *arg)
 {
 	struct taskstate_info *info = arg;
 	u32 usize = info->size;
@@ -234,17 +242,27 @@ static long ts_ioctl_info(void *arg)
 		.nr_tracked = READ_ONCE(ts_nr_tracked),
 		.nr_untracked = atomic_long_read(&ts_nr_untracked),
 		.boottime_offset_ns = ts_boottime_offset_ns(),
+		.scope = sc ? TASKSTATE_SCOPE_SELF : TASKSTATE_SCOPE_ALL,
+		.scope_max_threads = sc ? ts_user_max() : 0,
+		.scope_nr_tracked = sc ? ts_owned_by_user(sc) : 0,
 	};
 	ts_map_info(info);
 	return 0;
 }
 
-/* TRACK's and UNTRACK's task: the thread, or the process. */
-static struct task_struct *ts_track_task(const struct taskstate_track *args)
+/*
+ * TRACK's and UNTRACK's task: the thread, or the process, in scope @sc.
+ * Under rcu_read_lock().
+ */
+static struct task_struct *ts_track_task(const struct ts_scope *sc,
+					 const struct taskstate_track *args)
 {
-	return ts_task_of(args->id, task_active_pid_ns(current),
-			  args->flags & TASKSTATE_TRACK_PROCESS ?
-			  PIDTYPE_TGID : PIDTYPE_PID);
+	struct task_struct *p;
+
+	p = ts_task_of(args->id, task_active_pid_ns(current),
+		       args->flags & TASKSTATE_TRACK_PROCESS ?
+		       PIDTYPE_TGID : PIDTYPE_PID);
+	return p && ts_scope_sees(sc, p) ? p : NULL;
 }
 
 /*
@@ -255,13 +273,14 @@ static struct task_struct *ts_track_task(const struct taskstate_track *args)
  * created during the walk is seen either by the walk or by the probe:
  * ts_track() explains how.
  */
-static int ts_track_threads(struct task_struct *p, bool process, u64 *nr)
+static int ts_track_threads(struct ts_scope *sc, struct task_struct *p,
+			    bool process, u64 *nr)
 {
 	struct task_struct *t;
 	int ret;
 
 	if (!process) {
-		ret = ts_track(p, 0);
+		ret = ts_track(p, 0, sc);
 		*nr = !ret;
 		/*
 		 * A leader's record takes in its threads tracked before it,
@@ -273,18 +292,19 @@ static int ts_track_threads(struct task_struct *p, bool process, u64 *nr)
 		if (!ret && thread_group_leader(p))
 			for_each_thread(p, t)
 				if (t != p)
-					ts_proc_join(t);
+					ts_proc_join(t, sc);
 		return ret;
 	}
 	/* The leader first: its slot holds the record the others join. */
-	ret = ts_track(p, TS_SLOT_INHERIT);
+	ret = ts_track(p, TS_SLOT_INHERIT, sc);
 	if (ret)
 		return ret;
 	++*nr;
 	for_each_thread(p, t) {
-		if (t == p)
+		/* A thread whose ids changed alone (setresuid(2)) is outside. */
+		if (t == p || !ts_scope_sees(sc, t))
 			continue;
-		ret = ts_track(t, TS_SLOT_INHERIT);
+		ret = ts_track(t, TS_SLOT_INHERIT, sc);
 		if (ret)
 			return ret;
 		++*nr;
@@ -298,7 +318,7 @@ static int ts_track_threads(struct task_struct *p, bool process, u64 *nr)
  * state (ts_snapshot()).  A table that fills up part way leaves the
  * threads tracked so far tracked, and the call fails with ENOSPC.
  */
-static long ts_ioctl_track(void *arg)
+static long ts_ioctl_track(struct ts_scope *sc, void *arg)
 {
 	struct taskstate_track *args = arg;
 	bool process = args->flags & TASKSTATE_TRACK_PROCESS;
@@ -310,14 +330,26 @@ static long ts_ioctl_track(void *arg)
 	if (args->__pad)
 		return -EINVAL;
 	args->nr_threads = 0;
+	/*
+	 * A scoped caller naming nothing it may see is answered before the
+	 * probes are attached: it cannot make them come and go for no
+	 * thread of its own.
+	 */
+	if (sc) {
+		rcu_read_lock();
+		p = ts_track_task(sc, args);
+		rcu_read_unlock();
+		if (!p)
+			return -ESRCH;
+	}
 	/* The probes first: every slot must have its free probe. */
 	ret = ts_probes_get();
 	if (ret)
 		return ret;
 	rcu_read_lock();
-	p = ts_track_task(args);
+	p = ts_track_task(sc, args);
 	if (p) {
-		ret = ts_track_threads(p, process, &args->nr_threads);
+		ret = ts_track_threads(sc, p, process, &args->nr_threads);
 		get_task_struct(p);
 	}
 	rcu_read_unlock();
@@ -336,14 +368,16 @@ static long ts_ioctl_track(void *arg)
 		ts_snapshot(p, upto);
 	rcu_read_unlock();
 	put_task_struct(p);
-	return ret;
+	/* A user past its share (ts_track()): as a full table, to the user. */
+	return ret == -EDQUOT ? -ENOSPC : ret;
 }
 
 /*
- * UNTRACK: the thread, or every thread of the process.  Untracking the
- * last tracked thread detaches the probes (ts_probes_idle()).
+ * UNTRACK: the thread, or every thread of the process; through a scoped
+ * descriptor only what it tracked itself.  Untracking the last tracked
+ * thread detaches the probes (ts_probes_idle()).
  */
-static long ts_ioctl_untrack(void *arg)
+static long ts_ioctl_untrack(struct ts_scope *sc, void *arg)
 {
 	struct taskstate_track *args = arg;
 	struct task_struct *p, *t;
@@ -352,12 +386,12 @@ static long ts_ioctl_untrack(void *arg)
 		return -EINVAL;
 	args->nr_threads = 0;
 	rcu_read_lock();
-	p = ts_track_task(args);
+	p = ts_track_task(sc, args);
 	if (p && !(args->flags & TASKSTATE_TRACK_PROCESS))
-		args->nr_threads = ts_untrack(p);
+		args->nr_threads = ts_untrack(p, sc);
 	else if (p)
 		for_each_thread(p, t)
-			args->nr_threads += ts_untrack(t);
+			args->nr_threads += ts_untrack(t, sc);
 	rcu_read_unlock();
 	ts_probes_idle();
 	return p ? 0 : -ESRCH;
@@ -376,7 +410,7 @@ static bool ts_sample_one(struct ts_batch *b, u32 i)
 {
 	struct taskstate_entry *e = &b->rec.e[i];
 	struct taskstate_totals *t = b->tot ? &b->tot[i] : NULL;
-	struct ts_slot *s = ts_slot_of(e->tid, b->ns, &e->tgid);
+	struct ts_slot *s = ts_slot_of(b->sc, e->tid, b->ns, &e->tgid);
 
 	if (!s)
 		goto none;
@@ -397,12 +431,12 @@ none:
 	return false;
 }
 
-static long ts_ioctl_sample(void *arg)
+static long ts_ioctl_sample(struct ts_scope *sc, void *arg)
 {
 	struct taskstate_sample *args = arg;
 	long found;
 
-	found = ts_batch_lookup(args->entries, args->totals, args->count,
+	found = ts_batch_lookup(sc, args->entries, args->totals, args->count,
 				ts_sample_one);
 	if (found >= 0)
 		args->found = found;
@@ -421,7 +455,7 @@ static long ts_ioctl_sample(void *arg)
 static bool ts_locate_one(struct ts_batch *b, u32 i)
 {
 	struct taskstate_location *l = &b->rec.l[i];
-	struct ts_slot *s = ts_slot_of(l->tid, b->ns, &l->tgid);
+	struct ts_slot *s = ts_slot_of(b->sc, l->tid, b->ns, &l->tgid);
 
 	l->gen = s ? READ_ONCE(ts_slot_pub(s)->gen) : 0;
 	if (l->gen & 1) {
@@ -434,12 +468,12 @@ static bool ts_locate_one(struct ts_batch *b, u32 i)
 	return false;
 }
 
-static long ts_ioctl_locate(void *arg)
+static long ts_ioctl_locate(struct ts_scope *sc, void *arg)
 {
 	struct taskstate_locate *args = arg;
 	long found;
 
-	found = ts_batch_lookup(args->locations, 0, args->count,
+	found = ts_batch_lookup(sc, args->locations, 0, args->count,
 				ts_locate_one);
 	if (found >= 0)
 		args->found = found;
@@ -450,12 +484,14 @@ static long ts_ioctl_locate(void *arg)
  * LIST: the tracked threads visible in the caller's pid namespace (of
  * one process, with @pid), as many as fit, and how many there are.
  */
-static long ts_ioctl_list(void *arg)
+static long ts_ioctl_list(struct ts_scope *sc, void *arg)
 {
 	struct taskstate_list *args = arg;
 	unsigned int idx, used, n = 0;
+	struct task_struct *t;
 	struct ts_batch b;
 	struct ts_view v;
+	bool seen;
 	long ret;
 
 	args->filled = 0;
@@ -464,15 +500,24 @@ static long ts_ioctl_list(void *arg)
 		return -E2BIG;
 	if (args->totals && !ts_totals)
 		return -EOPNOTSUPP;
-	ret = ts_batch_start(&b, args->entries, args->totals, args->count);
+	ret = ts_batch_start(&b, sc, args->entries, args->totals, args->count);
 	if (ret)
 		goto out;
 	used = ts_slots_used();
 	for (idx = 0; idx < used; idx++) {
 		if (!(idx % 1024))
 			cond_resched();
-		if (!ts_view_slot(idx, b.ns, &v))
+		if (!ts_view_slot(idx, b.ns, &v, sc ? &t : NULL))
 			continue;
+		if (sc) {
+			/* Held, and seen only if not released (pid_alive()). */
+			rcu_read_lock();
+			seen = ts_scope_sees(sc, t);
+			rcu_read_unlock();
+			put_task_struct(t);
+			if (!seen)
+				continue;
+		}
 		if (args->pid && v.tgid != args->pid)
 			continue;
 		args->total++;
@@ -501,7 +546,7 @@ out:
 }
 
 /* PROCESS: a process's totals, its exited threads' included (table.c). */
-static long ts_ioctl_process(void *arg)
+static long ts_ioctl_process(struct ts_scope *sc, void *arg)
 {
 	struct taskstate_process *args = arg;
 	u32 usize = args->size, pid = args->pid;
@@ -514,6 +559,8 @@ static long ts_ioctl_process(void *arg)
 	*args = (struct taskstate_process) { .size = usize, .pid = pid };
 	rcu_read_lock();
 	p = ts_task_of(pid, task_active_pid_ns(current), PIDTYPE_TGID);
+	if (p && !ts_scope_sees(sc, p))
+		p = NULL;
 	if (p)
 		get_task_struct(p);
 	rcu_read_unlock();
@@ -550,7 +597,7 @@ struct ts_ioctl_op {
 	u32 size;
 	u32 min_size;
 	u32 flags;
-	long (*execute)(void *arg);
+	long (*execute)(struct ts_scope *sc, void *arg);
 };
 
 #define TS_IOCTL_OP(_cmd, _fn, _struct, _min_size, _flags)		\
@@ -619,7 +666,7 @@ static long ts_dev_ioctl(struct file *file, unsigned int cmd,
 		return ret;
 	if (buf.head.flags & ~op->flags)
 		return -EINVAL;
-	ret = op->execute(&buf);
+	ret = op->execute(file->private_data, &buf);
 	if (ret < 0)
 		return ret;
 	if (copy_to_user(uarg, &buf, min(op->size, usize)))
@@ -627,16 +674,43 @@ static long ts_dev_ioctl(struct file *file, unsigned int cmd,
 	return ret;
 }
 
+/*
+ * A privileged open sees everything (private_data NULL, where misc_open()
+ * left the miscdevice); any other gets a scope, unless the unprivileged
+ * parameter is off (EPERM, as before scopes existed).
+ */
 static int ts_dev_open(struct inode *inode, struct file *file)
 {
-	if (!perfmon_capable())
-		return -EPERM;
+	struct ts_scope *sc;
+
+	file->private_data = NULL;
+	if (!perfmon_capable()) {
+		if (!READ_ONCE(ts_unprivileged))
+			return -EPERM;
+		sc = ts_scope_new();
+		if (!sc)
+			return -ENOMEM;
+		file->private_data = sc;
+	}
 	return nonseekable_open(inode, file);
+}
+
+/* The last holder closed it: what its scope tracked ends. */
+static int ts_dev_release(struct inode *inode, struct file *file)
+{
+	struct ts_scope *sc = file->private_data;
+
+	if (sc) {
+		ts_scope_put(sc);
+		ts_probes_idle();
+	}
+	return 0;
 }
 
 static const struct file_operations ts_dev_fops = {
 	.owner = THIS_MODULE,
 	.open = ts_dev_open,
+	.release = ts_dev_release,
 	.unlocked_ioctl = ts_dev_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = ts_dev_mmap,

@@ -95,7 +95,8 @@ static const struct vm_operations_struct ts_map_vm_ops = {
  * @vma: the caller's mapping, shared and read-only
  *
  * Errnos, as the uapi header documents them:
- * EPERM outside the initial pid namespace (the entries hold its tids),
+ * EPERM for a scoped descriptor (every thread's entry is in the pages),
+ * and outside the initial pid namespace (the entries hold its tids),
  * EINVAL for MAP_PRIVATE or a range past the end, EACCES for PROT_WRITE
  * or PROT_EXEC.  do_mmap() clears VM_SHARED (not VM_MAYSHARE) for a
  * shared mapping of a read-only file, and itself refuses PROT_WRITE on
@@ -113,7 +114,8 @@ int ts_dev_mmap(struct file *file, struct vm_area_struct *vma)
 	if (TS_HOOK_ENTRY_UNMAPPED || !ts_map_word_whole() ||
 	    ts_hook_map_refused())
 		return -ENODEV;
-	if (task_active_pid_ns(current) != &init_pid_ns)
+	/* Scoped descriptors (scope.c) do not map: the pages are shared. */
+	if (file->private_data || task_active_pid_ns(current) != &init_pid_ns)
 		return -EPERM;
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;

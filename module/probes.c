@@ -198,7 +198,7 @@ static notrace void ts_probe_newtask(void *data, struct task_struct *child,
 /* The last tracked thread gone: the probes can go too (ts_probes_idle()). */
 static notrace void ts_probe_free(void *data, struct task_struct *t)
 {
-	if (ts_lookup(t) && ts_untrack(t))
+	if (ts_lookup(t) && ts_untrack(t, NULL))
 		ts_probes_idle();
 }
 

@@ -29,9 +29,11 @@
 #include <linux/pid_namespace.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include "hooks.h"
+#include "scope.h"
 #include "states.h"
 #include "table.h"
 
@@ -344,6 +346,20 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 	list_add(&s->proc_node, &h->rec.members);
 }
 
+/* Slots scoped descriptors own, all users' together (scope.c). */
+static unsigned int ts_nr_owned;
+
+/* @s is no scoped descriptor's any more (its release, or root's TRACK). */
+static void ts_disown_locked(struct ts_slot *s)
+{
+	if (!s->owner)
+		return;
+	list_del(&s->owner_node);
+	s->owner->user->nr_slots--;
+	ts_nr_owned--;
+	s->owner = NULL;
+}
+
 /*
  * @s leaves its process's record, taking its totals up to now into
  * exited_ns: it was freed, or untracked by UNTRACK (uapi: both count).
@@ -415,6 +431,13 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 		next->rec.start_ns = s->rec.start_ns;
 		next->rec.walk = 0;
 		next->proc = nidx;
+		/*
+		 * A record no scoped descriptor began is no scoped
+		 * descriptor's to end: its new holder (tracked, perhaps, by
+		 * one) becomes no one's.
+		 */
+		if (!s->owner)
+			ts_disown_locked(next);
 		list_for_each_entry(m, &next->rec.members, proc_node)
 			m->proc = nidx;
 		return;
@@ -428,20 +451,39 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 /*
  * Insert @t's slot, or add @flags to the one it has.  Caller holds ts_lock.
  * The slot is published with an empty word (NONE): from here on the
- * probes keep it current.
+ * probes keep it current.  @owner: the scoped descriptor inserting it,
+ * charged for it, or NULL.  A slot that exists is left as it is for an
+ * @owner that did not insert it (tracking someone else set up is not a
+ * scoped descriptor's to change), and becomes no descriptor's for a
+ * privileged TRACK (NULL): root's now, which no close ends, and with
+ * root's @flags only (the scope's inheritance would otherwise go on
+ * inserting children no one is charged for).  -ENOSPC for a full table,
+ * -EDQUOT past @owner's user's share or all users' half.
  */
-static int ts_insert_locked(struct task_struct *t, unsigned int flags)
+static int ts_insert_locked(struct task_struct *t, unsigned int flags,
+			    struct ts_scope *owner)
 {
 	struct ts_slot *s = ts_lookup(t);
 	unsigned int idx;
 
 	if (s) {
-		WRITE_ONCE(s->flags, s->flags | flags);
+		if (owner && s->owner != owner)
+			return 0;
+		if (!owner && s->owner) {
+			/* Root's now: with root's flags, not the scope's. */
+			ts_disown_locked(s);
+			WRITE_ONCE(s->flags, flags);
+		} else {
+			WRITE_ONCE(s->flags, s->flags | flags);
+		}
 		ts_proc_join_locked(s, t);
 		return 0;
 	}
 	if (!ts_nr_free)
 		return -ENOSPC;
+	if (owner && (owner->closing || ts_nr_owned >= ts_unpriv_max() ||
+		      owner->user->nr_slots >= ts_user_max()))
+		return -EDQUOT;
 	idx = ts_free[--ts_nr_free];
 	WRITE_ONCE(ts_hwm, max(ts_hwm, idx + 1));
 	s = &ts_slots[idx];
@@ -457,12 +499,19 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
 	s->walked = 0;
 	s->join_ns = ts_totals ? ts_proc_now_locked() : 0;
 	ts_proc_join_locked(s, t);
+	s->owner = owner;
+	if (owner) {
+		list_add(&s->owner_node, &owner->owned);
+		owner->user->nr_slots++;
+		ts_nr_owned++;
+	}
 	return 0;
 }
 
 /**
  * ts_proc_join() - count a tracked thread in its leader's record
  * @t: the thread
+ * @owner: a scoped descriptor: only a slot it owns joins; or NULL
  *
  * For TRACK of a leader alone: @t, tracked before, joins the record the
  * leader's slot holds now, from now (ts_proc_join_locked()).  Nothing if
@@ -473,14 +522,14 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags)
  * Context: process context, under rcu_read_lock(), @t found within it;
  * takes ts_lock.
  */
-void ts_proc_join(struct task_struct *t)
+void ts_proc_join(struct task_struct *t, const struct ts_scope *owner)
 {
 	unsigned long irqflags;
 	struct ts_slot *s;
 
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	s = ts_lookup(t);
-	if (s)
+	if (s && (!owner || s->owner == owner))
 		ts_proc_join_locked(s, t);
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
@@ -489,11 +538,13 @@ void ts_proc_join(struct task_struct *t)
  * ts_track() - start tracking a thread
  * @t: the thread
  * @flags: TS_SLOT_* to give its slot (or add to the one it has)
+ * @owner: the scoped descriptor tracking it, or NULL (ts_insert_locked())
  *
  * Start tracking @t, or add @flags if it is tracked already, for the
  * device (TRACK) and track_all at load.  A thread that already runs gets
  * its first word from ts_snapshot(), a grace period later.  A refusal
- * because the table is full is the caller's to report (ENOSPC); it is
+ * because the table is full, or @owner's user has its share of it, is
+ * the caller's to report (ENOSPC); it is
  * not counted in ts_nr_untracked, which counts threads the module was
  * meant to track on its own and could not (see ts_track_child()).
  *
@@ -502,15 +553,17 @@ void ts_proc_join(struct task_struct *t)
  * left those lists, cannot have run yet: the slot will be released.
  *
  * Context: process context, under rcu_read_lock(); takes ts_lock.
- * Return: 0, or -ENOSPC when the table is full.
+ * Return: 0, -ENOSPC when the table is full, or -EDQUOT when @owner's
+ * user has its share (ts_insert_locked()).
  */
-int ts_track(struct task_struct *t, unsigned int flags)
+int ts_track(struct task_struct *t, unsigned int flags,
+	     struct ts_scope *owner)
 {
 	unsigned long irqflags;
 	int ret;
 
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
-	ret = ts_insert_locked(t, flags);
+	ret = ts_insert_locked(t, flags, owner);
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	/*
 	 * Pairs with the smp_mb() in the task_newtask probe: either the
@@ -549,6 +602,7 @@ int ts_track(struct task_struct *t, unsigned int flags)
 void ts_track_child(struct task_struct *child, struct task_struct *parent,
 		    bool all)
 {
+	struct ts_scope *owner = NULL;
 	unsigned long irqflags;
 	struct ts_slot *s;
 
@@ -557,8 +611,13 @@ void ts_track_child(struct task_struct *child, struct task_struct *parent,
 		s = ts_lookup(parent);
 		if (!s || !(s->flags & TS_SLOT_INHERIT))
 			goto out_unlock;
+		/* Inherited from a scoped descriptor's slot: its, charged. */
+		owner = s->owner;
+		if (owner && owner->closing)
+			goto out_unlock;
 	}
-	if (ts_insert_locked(child, TS_SLOT_INHERIT))
+	/* A user past its share is not the table full: not counted. */
+	if (ts_insert_locked(child, TS_SLOT_INHERIT, owner) == -ENOSPC)
 		atomic_long_inc(&ts_nr_untracked);
 out_unlock:
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
@@ -746,6 +805,21 @@ void ts_snapshot(struct task_struct *t, u64 upto)
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
 
+/*
+ * Unlink @s, @t's slot: out of its record, its owner's list and the
+ * index, its entry released.  Caller holds ts_lock, and reuses the slot
+ * a grace period later (ts_slot_reuse()).
+ */
+static void ts_release_locked(struct ts_slot *s, struct task_struct *t)
+{
+	ts_proc_leave_locked(s);
+	ts_disown_locked(s);
+	ts_index_release(&ts_index, t, s->way);
+	WRITE_ONCE(s->task, NULL);
+	ts_pub_release(ts_slot_pub(s));
+	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked - 1);
+}
+
 static void ts_slot_reuse(struct rcu_head *head)
 {
 	struct ts_slot *s = container_of(head, struct ts_slot, rcu);
@@ -764,32 +838,73 @@ static void ts_slot_reuse(struct rcu_head *head)
  * ts_untrack() - stop tracking a thread
  * @t: the thread
  *
+ * @owner: NULL for any slot, else only a slot this scoped descriptor owns
+ *
  * Stop tracking @t.  Called when the task is freed (sched_process_free)
  * and through the device.  The slot is unlinked at once and reused a
  * grace period later.
  *
  * Context: process context, or the sched_process_free probe (an RCU
  * callback); takes ts_lock.
- * Return: whether @t was tracked.
+ * Return: whether @t was tracked (and @owner's).
  */
-bool ts_untrack(struct task_struct *t)
+bool ts_untrack(struct task_struct *t, const struct ts_scope *owner)
 {
 	unsigned long irqflags;
 	struct ts_slot *s;
 
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	s = ts_lookup(t);
-	if (s) {
-		ts_proc_leave_locked(s);
-		ts_index_release(&ts_index, t, s->way);
-		WRITE_ONCE(s->task, NULL);
-		ts_pub_release(ts_slot_pub(s));
-		WRITE_ONCE(ts_nr_tracked, ts_nr_tracked - 1);
-	}
+	if (s && owner && s->owner != owner)
+		s = NULL;
+	if (s)
+		ts_release_locked(s, t);
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	if (s)
 		ts_call_rcu(&s->rcu, ts_slot_reuse);
 	return s;
+}
+
+/**
+ * ts_untrack_owned() - end what a scoped descriptor tracked
+ * @owner: its scope, being closed
+ *
+ * Untrack every slot @owner inserted, one hold of ts_lock each, after
+ * refusing it any more (closing: a fork probe that follows inserts no
+ * child for it).  The slots of its threads that ended went with them.
+ *
+ * Context: process context (the descriptor's release); may sleep.
+ */
+void ts_untrack_owned(struct ts_scope *owner)
+{
+	unsigned long irqflags;
+	struct ts_slot *s;
+
+	for (;;) {
+		raw_spin_lock_irqsave(&ts_lock, irqflags);
+		owner->closing = true;
+		s = list_first_entry_or_null(&owner->owned, struct ts_slot,
+					     owner_node);
+		if (s)
+			ts_release_locked(s, s->task);
+		raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+		if (!s)
+			break;
+		ts_call_rcu(&s->rcu, ts_slot_reuse);
+		cond_resched();
+	}
+}
+
+/**
+ * ts_owned_by_user() - slots a scoped descriptor's user holds
+ * @sc: the descriptor's scope
+ *
+ * Context: any.
+ * Return: the slots all of that user's scoped descriptors inserted.
+ */
+unsigned int ts_owned_by_user(const struct ts_scope *sc)
+{
+	return READ_ONCE(sc->user->nr_slots);
 }
 
 /**
@@ -817,10 +932,10 @@ void ts_track_existing(u64 probes_since)
 	 */
 	for_each_process(g) {
 		/* The leader first: its slot holds the process's record. */
-		if (ts_track(g, 0) && g->start_time < probes_since)
+		if (ts_track(g, 0, NULL) && g->start_time < probes_since)
 			atomic_long_inc(&ts_nr_untracked);
 		for_each_thread(g, t)
-			if (t != g && ts_track(t, 0) &&
+			if (t != g && ts_track(t, 0, NULL) &&
 			    t->start_time < probes_since)
 				atomic_long_inc(&ts_nr_untracked);
 	}
@@ -996,6 +1111,8 @@ out_unlock:
  * @idx: the slot
  * @ns: the reader's pid namespace
  * @v: the copy
+ * @held: NULL, or where to put the slot's task, held (get_task_struct()),
+ *        when the answer is true: the caller puts it
  *
  * Copy what a reader shows about slot @idx.  Under ts_lock the slot's task
  * cannot be freed (the free probe, which runs before the task_struct is
@@ -1005,10 +1122,11 @@ out_unlock:
  * Return: false for a free slot, a task not visible in @ns, or no word yet.
  */
 bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
-		  struct ts_view *v)
+		  struct ts_view *v, struct task_struct **held)
 {
 	struct task_struct *t;
 	unsigned long irqflags;
+	bool shown;
 
 	memset(&v->totals, 0, sizeof(v->totals));
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
@@ -1031,6 +1149,9 @@ bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 		 */
 		data_race(memcpy(v->comm, t->comm, sizeof(v->comm)));
 		v->comm[sizeof(v->comm) - 1] = '\0';
+		/* Not freed under us: its free probe takes ts_lock. */
+		if (held)
+			get_task_struct(t);
 	}
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	/*
@@ -1040,7 +1161,13 @@ bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 	 * no state yet (TRACK's snapshot or a new thread's first wakeup is
 	 * still to come), left out as SAMPLE leaves it out.
 	 */
-	return t && v->tid && v->tgid && v->word;
+	shown = t && v->tid && v->tgid && v->word;
+	if (held) {
+		if (t && !shown)
+			put_task_struct(t);
+		*held = shown ? t : NULL;
+	}
+	return shown;
 }
 
 /**

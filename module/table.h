@@ -12,6 +12,8 @@
 #include "entry.h"
 #include "index.h"
 
+struct ts_scope;
+
 /* The slot's task was tracked with its future threads and children. */
 #define TS_SLOT_INHERIT		0x1
 
@@ -68,6 +70,13 @@ struct ts_slot {
 	u64 base_ns[TASKSTATE_MAP_NR_TOTALS];
 	u64 walked;			/* the last walk that counted it */
 	struct ts_proc rec;		/* while proc is this slot */
+	/*
+	 * The scoped descriptor whose TRACK (or inheritance from a slot it
+	 * owned) inserted the slot, on its list of them, or NULL: then no
+	 * scoped descriptor's UNTRACK or close ends it (scope.c).  ts_lock.
+	 */
+	struct ts_scope *owner;
+	struct list_head owner_node;
 };
 
 extern struct ts_slot *ts_slots;
@@ -149,13 +158,16 @@ static inline void ts_pub_release(struct ts_pub *p)
 
 int ts_table_init(unsigned int nr_slots);
 void ts_table_exit(void);
-int ts_track(struct task_struct *t, unsigned int flags);
+int ts_track(struct task_struct *t, unsigned int flags,
+	     struct ts_scope *owner);
 void ts_track_child(struct task_struct *child, struct task_struct *parent,
 		    bool all);
 u64 ts_inserts_now(void);
 void ts_snapshot(struct task_struct *t, u64 upto);
-void ts_proc_join(struct task_struct *t);
-bool ts_untrack(struct task_struct *t);
+void ts_proc_join(struct task_struct *t, const struct ts_scope *owner);
+bool ts_untrack(struct task_struct *t, const struct ts_scope *owner);
+void ts_untrack_owned(struct ts_scope *owner);
+unsigned int ts_owned_by_user(const struct ts_scope *sc);
 void ts_track_existing(u64 probes_since);
 void ts_retid(struct task_struct *t);
 
@@ -171,7 +183,7 @@ struct ts_view {
 int ts_proc_read(struct task_struct *leader, struct taskstate_process *p);
 
 bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
-		  struct ts_view *v);
+		  struct ts_view *v, struct task_struct **held);
 unsigned int ts_slots_used(void);
 
 #endif /* TASKSTATE_TABLE_H */

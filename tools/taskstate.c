@@ -210,6 +210,7 @@ static const char metrics_help[] =
 "state now (taskstate_threads) and for how long the oldest has been\n"
 "(taskstate_oldest_seconds); and the module's health: threads tracked,\n"
 "threads left untracked for want of slots, totals on or off, versions.\n"
+"Without CAP_PERFMON, only the caller's own processes (a warning says so).\n"
 "\n"
 "  -p, --pid PID[,PID...]     only these processes\n"
 "      --group-by KEY         one series per pid (the default, labels pid\n"
@@ -376,14 +377,25 @@ static int open_device(void)
 	int fd = taskstate_open();
 	const char *hint = "";
 
-	if (fd == -EPERM || fd == -EACCES)
-		hint = " (needs CAP_PERFMON or CAP_SYS_ADMIN)";
+	if (fd == -EPERM)
+		hint = " (needs CAP_PERFMON or CAP_SYS_ADMIN: the module's unprivileged opens are off)";
+	else if (fd == -EACCES)
+		hint = " (the device's mode or group leaves you out)";
 	else if (fd == -ENOENT || fd == -ENODEV || fd == -ENXIO)
 		hint = " (is the module loaded?)";
 	if (fd < 0)
 		fprintf(stderr, "taskstate: %s: %s%s\n", taskstate_dev_path(),
 			strerror(-fd), hint);
 	return fd;
+}
+
+/* Is @fd a scoped descriptor (opened without CAP_PERFMON)? */
+static bool scoped(int fd)
+{
+	struct taskstate_info info;
+
+	return !taskstate_info(fd, &info) &&
+	       info.scope == TASKSTATE_SCOPE_SELF;
 }
 
 /*
@@ -1088,6 +1100,7 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 		"nr_untracked", "map_entry_size", "map_layout", "map_entries",
 		"map_size",
 	};
+	const char *scope;
 	size_t i;
 
 	while ((c = next_option(cmd, argc, argv)) != -1)
@@ -1127,15 +1140,25 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 				printf("%s: %" PRIu64 "\n", keys[i], vals[i]);
 		}
 	}
+	scope = info.scope == TASKSTATE_SCOPE_SELF ? "self" : "all";
 	if (json) {
 		printf(", \"watch_reads\": \"%s\"", map_err ? "ioctl" : "mmap");
 		if (map_err)
 			printf(", \"watch_reads_why\": \"%s\"", strerror(-map_err));
+		printf(", \"scope\": \"%s\"", scope);
+		if (info.scope == TASKSTATE_SCOPE_SELF)
+			printf(", \"scope_max_threads\": %u, \"scope_nr_tracked\": %u",
+			       info.scope_max_threads, info.scope_nr_tracked);
 		puts("}");
-	} else if (map_err) {
-		printf("watch_reads: ioctl (mmap: %s)\n", strerror(-map_err));
 	} else {
-		printf("watch_reads: mmap\n");
+		if (map_err)
+			printf("watch_reads: ioctl (mmap: %s)\n", strerror(-map_err));
+		else
+			printf("watch_reads: mmap\n");
+		printf("scope: %s\n", scope);
+		if (info.scope == TASKSTATE_SCOPE_SELF)
+			printf("scope_max_threads: %u\nscope_nr_tracked: %u\n",
+			       info.scope_max_threads, info.scope_nr_tracked);
 	}
 	return EXIT_SUCCESS;
 }
@@ -1203,6 +1226,9 @@ static int run_metrics(const struct command *cmd, int argc, char **argv)
 	fd = open_device();
 	if (fd < 0)
 		return EXIT_FAILURE;
+	/* A service without CAP_PERFMON would export its own processes only. */
+	if (scoped(fd))
+		fprintf(stderr, "taskstate: metrics: without CAP_PERFMON only your own processes and their children are seen\n");
 	ret = metrics_run(fd, &o);
 	taskstate_close(fd);
 	filter_free(&f);

@@ -82,6 +82,7 @@ section_track_all() {
 	run "$TS_BIN/ts_attach"
 	run "$TS_BIN/ts_attach" churn_occupancy
 	run "$TS_BIN/ts_mmap" failed_exec_from_thread_keeps_its_tid
+	scope_suites
 	check "unload" rmmod taskstate
 }
 
@@ -103,8 +104,46 @@ section_track_none() {
 	run "$TS_BIN/ts_attach"
 	run "$TS_BIN/ts_attach" untrack_process_racing_clone
 	run "$TS_BIN/ts_mmap" failed_exec_from_thread_keeps_its_tid
+	scope_suites
 	detach_queue
 	check "unload (track_all=0)" rmmod taskstate
+}
+
+# The scoped descriptor (ts_scope): started as root, its tests become
+# nobody (a root-owned set-user-ID copy of it beside it, for the exec
+# that leaves the scope); as nobody in new user and pid namespaces; in
+# bubblewrap with only the device bound in; and after the administrator
+# turned unprivileged opens off, and on again.  From a directory nobody
+# can read, as TS_BIN may not be.
+scope_suites() {
+	# As nobody, with util-linux's setpriv; busybox's cannot change ids,
+	# and the test does it itself.
+	as_nobody() {
+		if setpriv --help 2>&1 | grep -q -- --reuid; then
+			setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+		else
+			"$d/ts_scope" --nobody "$@"
+		fi
+	}
+	d=$(mktemp -d /tmp/ts-scope.XXXXXX)
+	chmod 755 "$d"
+	cp "$TS_BIN/ts_scope" "$d/" && cp "$d/ts_scope" "$d/ts_scope_suid" &&
+		chmod 4755 "$d/ts_scope_suid"
+	TS_SUID_SELF=$d/ts_scope_suid run "$d/ts_scope"
+	TS_SUID_SELF=$d/ts_scope_suid run as_nobody \
+		unshare -Urpf --mount-proc "$d/ts_scope"
+	if command -v bwrap > /dev/null; then
+		run as_nobody bwrap --ro-bind / / --dev /dev \
+			--dev-bind /dev/taskstate /dev/taskstate --proc /proc \
+			--unshare-user --unshare-pid --die-with-parent \
+			"$d/ts_scope"
+	else
+		skip "ts_scope in bubblewrap" "no bwrap in this guest"
+	fi
+	p=/sys/module/taskstate/parameters/unprivileged
+	echo 0 > $p && run "$d/ts_scope" open_follows_the_unprivileged_switch
+	echo 1 > $p && run "$d/ts_scope" open_follows_the_unprivileged_switch
+	rm -rf "$d"
 }
 
 # The detach work waits for grace periods: it must run on system_long_wq

@@ -140,7 +140,8 @@ static bool written(const struct ts_cmd *c, const void *buf, uint32_t size)
 		const struct taskstate_info *a = buf;
 
 		return a->size == size &&
-		       a->abi_version == TASKSTATE_ABI_VERSION && !a->__pad;
+		       a->abi_version == TASKSTATE_ABI_VERSION &&
+		       a->scope <= TASKSTATE_SCOPE_SELF;
 	}
 	case TASKSTATE_IOC_TRACK:
 	case TASKSTATE_IOC_UNTRACK:
@@ -374,17 +375,6 @@ static bool wait_proc_state(pid_t tid, char st)
 	return false;
 }
 
-/* Children (run_child(), CHILD_CHECK()): one more check. */
-#define CHILD_EQ(expected, seen) do {					\
-	long long __e = (long long)(expected);				\
-	long long __s = (long long)(seen);				\
-	if (__e != __s) {						\
-		fprintf(stderr, "# %s:%d: child: expected %s (%lld) == %s (%lld)\n", \
-			__FILE__, __LINE__, #expected, __e, #seen, __s); \
-		return 1;						\
-	}								\
-} while (0)
-
 /* In a TEST: fn(arg) in a child must pass; SKIP with @why if it cannot run. */
 #define ASSERT_CHILD_PASSES(fn, arg, why) do {				\
 	int __ret = run_child(fn, arg);					\
@@ -543,7 +533,9 @@ TEST_F(abi, info_reports_the_abi_constants)
 	EXPECT_LT(0, info.max_threads);
 	EXPECT_EQ(TASKSTATE_BATCH_MAX, info.batch_max);
 	EXPECT_GE(1, info.track_all);
-	EXPECT_EQ(0, info.__pad);
+	EXPECT_EQ(TASKSTATE_SCOPE_ALL, info.scope);
+	EXPECT_EQ(0, info.scope_max_threads);
+	EXPECT_EQ(0, info.scope_nr_tracked);
 	EXPECT_NE(POISON64, info.nr_untracked);
 	EXPECT_GE((uint64_t)info.max_threads, info.nr_tracked);
 }
@@ -1757,19 +1749,39 @@ struct open_arg {
 	uint64_t keep;		/* capabilities kept, for child_open_with */
 };
 
+/*
+ * An open without CAP_PERFMON and CAP_SYS_ADMIN in the initial user
+ * namespace, @fd its result: a descriptor scoped to the caller's own
+ * process while the unprivileged parameter is on, EPERM while it is off.
+ */
+static int check_unprivileged_open(int fd, int on)
+{
+	struct taskstate_info info;
+
+	if (!on) {
+		CHILD_EQ(-1, fd);
+		CHILD_EQ(EPERM, errno);
+		return 0;
+	}
+	CHILD_CHECK(fd >= 0);
+	CHILD_EQ(0, do_info(fd, &info));
+	CHILD_EQ(TASKSTATE_SCOPE_SELF, info.scope);
+	CHILD_CHECK(info.scope_max_threads > 0);
+	close(fd);
+	return 0;
+}
+
 static int child_open_as_nobody(void *arg)
 {
+	int on = ts_unprivileged_on();
 	struct dev_at d;
-	int fd;
 
 	(void)arg;
+	CHILD_CHECK(on >= 0);
 	if (dev_at_init(&d) || become_nobody())
 		return CHILD_SKIP;
-	/* the mode lets anyone try: it is the driver that says no */
-	fd = dev_at_open(&d);
-	CHILD_EQ(-1, fd);
-	CHILD_EQ(EPERM, errno);
-	return 0;
+	/* the mode lets anyone try: it is the driver that decides */
+	return check_unprivileged_open(dev_at_open(&d), on);
 }
 
 /* uid 0 is nothing: the capabilities are what counts. */
@@ -1786,31 +1798,29 @@ static int child_open_with(void *arg)
 	CHILD_EQ(0, getuid());
 	CHILD_EQ(a->keep & perm, eff);
 	fd = open(taskstate_dev_path(), O_RDONLY);
-	if (!(a->keep & (CAP_BIT(CAP_PERFMON) | CAP_BIT(CAP_SYS_ADMIN)))) {
-		CHILD_EQ(-1, fd);
-		CHILD_EQ(EPERM, errno);
-		return 0;
-	}
+	if (!(a->keep & (CAP_BIT(CAP_PERFMON) | CAP_BIT(CAP_SYS_ADMIN))))
+		return check_unprivileged_open(fd, ts_unprivileged_on());
 	CHILD_CHECK(fd >= 0);
 	CHILD_EQ(0, do_info(fd, &info));
 	CHILD_EQ(TASKSTATE_ABI_VERSION, info.abi_version);
+	CHILD_EQ(TASKSTATE_SCOPE_ALL, info.scope);
 	return 0;
 }
 
-TEST_F(abi, open_as_nobody_without_capabilities_is_eperm)
+TEST_F(abi, open_as_nobody_is_scoped_or_eperm_when_switched_off)
 {
 	ASSERT_CHILD_PASSES(child_open_as_nobody, NULL,
 			    "cannot become nobody");
 }
 
-TEST_F(abi, open_as_root_without_capabilities_is_eperm)
+TEST_F(abi, open_as_root_without_capabilities_is_scoped)
 {
 	struct open_arg a = { .keep = 0 };
 
 	ASSERT_CHILD_PASSES(child_open_with, &a, "cannot drop capabilities");
 }
 
-TEST_F(abi, open_without_perfmon_and_sys_admin_is_eperm)
+TEST_F(abi, open_without_perfmon_and_sys_admin_is_scoped)
 {
 	struct open_arg a = {
 		.keep = ~(CAP_BIT(CAP_PERFMON) | CAP_BIT(CAP_SYS_ADMIN)),
@@ -1839,15 +1849,18 @@ static int child_fd_outlives_privilege(void *arg)
 	const struct open_arg *a = arg;
 	struct taskstate_entry e = { .tid = (uint32_t)ts_gettid() };
 	struct taskstate_info info;
+	int on = ts_unprivileged_on();
 	struct dev_at d;
 	uint64_t nr;
 
+	CHILD_CHECK(on >= 0);
 	if (dev_at_init(&d) || become_nobody())
 		return CHILD_SKIP;
-	CHILD_EQ(-1, dev_at_open(&d));
-	CHILD_EQ(EPERM, errno);
+	if (check_unprivileged_open(dev_at_open(&d), on))
+		return 1;
 	CHILD_EQ(0, do_info(a->fd, &info));
 	CHILD_EQ(TASKSTATE_ABI_VERSION, info.abi_version);
+	CHILD_EQ(TASKSTATE_SCOPE_ALL, info.scope);
 	CHILD_EQ(0, do_track(a->fd, TASKSTATE_IOC_TRACK, e.tid, 0, &nr));
 	CHILD_EQ(1, nr);
 	CHILD_EQ(1, do_sample(a->fd, &e, 1, NULL));

@@ -1350,9 +1350,14 @@ TEST_F(cli, info)
 		char key[32];
 		int end = 0;
 
-		/* last, not a number: how watch reads, here through mmap */
+		/* not numbers: how watch reads (here through mmap), scope */
 		if (i == 13) {
 			EXPECT_STREQ("watch_reads: mmap", line);
+			i++;
+			continue;
+		}
+		if (i == 14) {
+			EXPECT_STREQ("scope: all", line);
 			i++;
 			continue;
 		}
@@ -1365,7 +1370,7 @@ TEST_F(cli, info)
 		EXPECT_STREQ(keys[i], key);
 		i++;
 	}
-	ASSERT_EQ(14, i) RUN_LOG(&r);
+	ASSERT_EQ(15, i) RUN_LOG(&r);
 	EXPECT_EQ(TASKSTATE_ABI_VERSION, val[0]);
 	EXPECT_EQ(1, val[0]);
 	EXPECT_EQ(info.abi_version, val[0]);
@@ -2202,7 +2207,7 @@ TEST_F(cli, info_json)
 	ASSERT_TRUE(end != NULL) RUN_LOG(&r);
 	EXPECT_STREQ("\n", end) RUN_LOG(&r);
 	EXPECT_EQ(0, strncmp(r.out.p, "{\"abi_version\": 1, ", 19)) RUN_LOG(&r);
-	EXPECT_TRUE(strstr(r.out.p, "\"watch_reads\": \"mmap\"}") != NULL) RUN_LOG(&r);
+	EXPECT_TRUE(strstr(r.out.p, "\"watch_reads\": \"mmap\", \"scope\": \"all\"}") != NULL) RUN_LOG(&r);
 	run_free(&r);
 }
 

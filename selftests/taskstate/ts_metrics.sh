@@ -5,7 +5,8 @@
 # shares the host's root (run_vm.sh, module loaded):
 #  - written as taskstate-metrics.service runs it: an unprivileged user
 #    with CAP_PERFMON alone, under umask 077; the file is mode 0644, and
-#    without the capability the command is refused;
+#    without the capability the command sees only the user's own
+#    processes, saying so (refused while unprivileged opens are off);
 #  - `promtool check metrics` accepts it, though a process in it has a
 #    thread name with escape sequences and bytes that are not UTF-8;
 #  - a real prometheus-node-exporter, its textfile collector on the file's
@@ -73,10 +74,22 @@ as_service() {	# extra setpriv options, then the command's arguments
 	(umask 077 && setpriv --reuid=65534 --regid=65534 --clear-groups \
 		--no-new-privs "$@")
 }
-if as_service "$cli" metrics --output "$prom" 2> "$dir/err"; then
-	not_ok "without CAP_PERFMON an unprivileged user is refused (it was not)"
+# Without CAP_PERFMON: a descriptor scoped to the user's own processes
+# (the root-tracked sleeper is not among them), saying so; refused, saying
+# so, while the administrator has turned unprivileged opens off.
+if [ "$(cat /sys/module/taskstate/parameters/unprivileged)" = Y ]; then
+	check "without CAP_PERFMON: its own processes only, with a warning" sh -c '
+		as() { setpriv --reuid=65534 --regid=65534 --clear-groups \
+			--no-new-privs "$@"; }
+		as "$1" metrics --output "$2" 2> "$3" &&
+		grep -q "only your own processes" "$3" &&
+		grep -q "^taskstate_tracked_threads " "$2" &&
+		! grep -q "pid=\"$4\"" "$2"' sh "$cli" "$prom" "$dir/err" "$sleeper"
+	rm -f "$prom"
+elif as_service "$cli" metrics --output "$prom" 2> "$dir/err"; then
+	not_ok "unprivileged opens off: an unprivileged user is refused (it was not)"
 else
-	check "without CAP_PERFMON: refused, saying so" grep -q CAP_PERFMON "$dir/err"
+	check "unprivileged opens off: refused, saying so" grep -q CAP_PERFMON "$dir/err"
 fi
 check "with CAP_PERFMON alone, umask 077: metrics --output writes the file" \
 	as_service --inh-caps=+perfmon --ambient-caps=+perfmon \

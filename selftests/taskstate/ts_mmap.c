@@ -43,7 +43,7 @@ _Static_assert(offsetof(struct taskstate_map_entry, word) == 0 &&
 	       sizeof(struct taskstate_map_entry) == 64, "entry layout");
 _Static_assert(offsetof(struct taskstate_info, map_entry_size) == 56 &&
 	       offsetof(struct taskstate_info, map_size) == 72 &&
-	       sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER2,
+	       sizeof(struct taskstate_info) == TASKSTATE_INFO_SIZE_VER3,
 	       "info layout");
 _Static_assert(offsetof(struct taskstate_locate, locations) == 16 &&
 	       sizeof(struct taskstate_location) == 16, "locate layout");
@@ -93,7 +93,7 @@ TEST_F(map, info_describes_the_mapping)
 	size_t pg = page_size();
 	uint64_t bytes = (uint64_t)self->info.max_threads * 64;
 
-	EXPECT_EQ(TASKSTATE_INFO_SIZE_VER2, self->info.size);
+	EXPECT_EQ(TASKSTATE_INFO_SIZE_VER3, self->info.size);
 	EXPECT_EQ(64, self->info.map_entry_size);
 	EXPECT_EQ(TASKSTATE_MAP_LAYOUT, self->info.map_layout);
 	EXPECT_EQ(self->info.max_threads, self->info.map_entries);

@@ -1142,11 +1142,13 @@ TEST(process_follows_info)
 
 /*
  * Run by name (run_vm.sh), where its load is: the fault-injection build
- * for process_totals_saturate_instead_of_wrapping; process_follows_info
- * also alone with totals=0.
+ * for process_totals_saturate_instead_of_wrapping and
+ * process_walk_holds_the_lock_for_a_chunk; process_follows_info also
+ * alone with totals=0.
  */
 static const char *const by_name[] = {
 	"process_totals_saturate_instead_of_wrapping",
+	"process_walk_holds_the_lock_for_a_chunk",
 	NULL
 };
 

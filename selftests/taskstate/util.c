@@ -325,3 +325,17 @@ int run_child(int (*fn)(void *), void *arg)
 	return WIFEXITED(status) ? WEXITSTATUS(status) :
 				   128 + WTERMSIG(status);
 }
+
+int ts_unprivileged_on(void)
+{
+	char c = 0;
+	int fd = open("/sys/module/taskstate/parameters/unprivileged",
+		      O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == 'Y' ? 1 : c == 'N' ? 0 : -1;
+}

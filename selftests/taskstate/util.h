@@ -39,6 +39,12 @@ const char *ts_bin_dir(void);
 uint64_t nr_tracked(int fd);
 uint64_t nr_untracked(int fd);
 
+/*
+ * The module's unprivileged parameter: 1 while opens without CAP_PERFMON
+ * give a scoped descriptor, 0 while they are refused, -1 if unreadable.
+ */
+int ts_unprivileged_on(void);
+
 /* Write @s, or @v in decimal, to the file @path: 0 or -errno. */
 int ts_write_str(const char *path, const char *s);
 int ts_write_uint(const char *path, unsigned int v);
@@ -121,6 +127,17 @@ int run_child(int (*fn)(void *), void *arg);
 	if (!(cond)) {							\
 		fprintf(stderr, "# %s:%d: child: %s is false (errno %d)\n", \
 			__FILE__, __LINE__, #cond, errno);		\
+		return 1;						\
+	}								\
+} while (0)
+
+/* And one that says what it saw. */
+#define CHILD_EQ(expected, seen) do {					\
+	long long __e = (long long)(expected);				\
+	long long __s = (long long)(seen);				\
+	if (__e != __s) {						\
+		fprintf(stderr, "# %s:%d: child: expected %s (%lld) == %s (%lld)\n", \
+			__FILE__, __LINE__, #expected, __e, #seen, __s); \
 		return 1;						\
 	}								\
 } while (0)

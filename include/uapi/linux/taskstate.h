@@ -41,11 +41,24 @@
  * for an argument the kernel cannot read or write, EINVAL and E2BIG as
  * above.  Each ioctl lists its own below.
  *
- * Privilege is checked when the device is opened (CAP_PERFMON or
- * CAP_SYS_ADMIN, else EPERM); the descriptor is then the capability, as
- * with perf events: every ioctl, TRACK and UNTRACK included, works for
- * whoever holds it (inherited, or passed with SCM_RIGHTS), with tids
- * resolved in the pid namespace of the caller.
+ * Privilege is decided when the device is opened, and the descriptor is
+ * then the capability, as with perf events: every ioctl, TRACK and
+ * UNTRACK included, works for whoever holds it (inherited, or passed with
+ * SCM_RIGHTS), with tids resolved in the pid namespace of the caller.
+ * Opened with CAP_PERFMON or CAP_SYS_ADMIN in the initial user namespace
+ * it sees every thread (INFO's scope TASKSTATE_SCOPE_ALL).  Opened
+ * without, it is scoped (TASKSTATE_SCOPE_SELF; EPERM instead while the
+ * module parameter unprivileged is 0): it sees the opener's process and
+ * the processes that descend from it, at the time of each call, each
+ * while all its uids and gids are the opener's and it is dumpable (a
+ * set-user-ID exec or PR_SET_DUMPABLE 0 takes it out).  A thread outside
+ * the scope answers exactly as a tid that names nothing: not found by
+ * SAMPLE and LOCATE, ESRCH from TRACK, UNTRACK and PROCESS, left out of
+ * LIST.  A scoped TRACK tracks only threads nothing tracks yet, charged
+ * to the opener's user (ENOSPC past its share, INFO's
+ * scope_max_threads), and they end when the descriptor's last holder
+ * closes it; a scoped UNTRACK ends only what it tracked.  A scoped
+ * descriptor cannot map (EPERM).
  */
 
 #define TASKSTATE_ABI_VERSION	1
@@ -229,7 +242,9 @@ static __inline__ int taskstate_totals_match(__u64 word,
  * @max_threads: out: the table's capacity (module parameter max_threads)
  * @batch_max: out: TASKSTATE_BATCH_MAX
  * @track_all: out: the track_all module parameter
- * @__pad: out: 0
+ * @scope: out: TASKSTATE_SCOPE_ALL for a privileged descriptor,
+ *         TASKSTATE_SCOPE_SELF for a scoped one (see the top of this
+ *         file); 0 (ALL) from a module older than scopes
  * @nr_tracked: out: threads tracked now, system-wide
  * @nr_untracked: out: threads left untracked since load because the table
  *                was full, system-wide: those the module should have
@@ -245,6 +260,11 @@ static __inline__ int taskstate_totals_match(__u64 word,
  * @boottime_offset_ns: out, version 2: the caller's time namespace's
  *                      CLOCK_BOOTTIME offset (time_namespaces(7)), signed;
  *                      0 in the initial time namespace
+ * @scope_max_threads: out, version 3: for a scoped descriptor, the most
+ *                     threads its user's scoped descriptors may have
+ *                     tracked at once (TRACK past it: ENOSPC); else 0
+ * @scope_nr_tracked: out, version 3: for a scoped descriptor, the threads
+ *                    they have tracked now; else 0
  *
  * What the running module is and holds.  Errors: only the common ones.
  *
@@ -268,7 +288,7 @@ struct taskstate_info {
 	__u32 max_threads;
 	__u32 batch_max;
 	__u32 track_all;
-	__u32 __pad;
+	__u32 scope;
 	__aligned_u64 nr_tracked;
 	__aligned_u64 nr_untracked;
 	__u32 map_entry_size;
@@ -277,11 +297,18 @@ struct taskstate_info {
 	__u32 map_flags;
 	__aligned_u64 map_size;
 	__s64 boottime_offset_ns;		/* at 80: 8-aligned on every ABI */
+	__u32 scope_max_threads;
+	__u32 scope_nr_tracked;
 };
 
 #define TASKSTATE_INFO_SIZE_VER0	56
 #define TASKSTATE_INFO_SIZE_VER1	80
 #define TASKSTATE_INFO_SIZE_VER2	88
+#define TASKSTATE_INFO_SIZE_VER3	96
+
+/* INFO's scope. */
+#define TASKSTATE_SCOPE_ALL	0	/* every thread */
+#define TASKSTATE_SCOPE_SELF	1	/* the opener's process, descendants */
 
 #define TASKSTATE_TRACK_PROCESS	(1U << 0)
 
@@ -442,8 +469,8 @@ struct taskstate_locate {
  * Nothing else is in the pages: the rest of the last page is zero.
  *
  * Rules (errno of mmap() in brackets):
- *  - The device's own privilege: the fd is /dev/taskstate opened with
- *    CAP_PERFMON or CAP_SYS_ADMIN.
+ *  - A privileged descriptor: /dev/taskstate opened with CAP_PERFMON or
+ *    CAP_SYS_ADMIN [EPERM for a scoped one].
  *  - Only a caller in the initial pid namespace maps [EPERM]: the tids in
  *    the entries are that namespace's.  Elsewhere use the ioctls.
  *  - MAP_SHARED and read-only: PROT_WRITE or PROT_EXEC [EACCES], and

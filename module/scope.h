@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Scoped descriptors: /dev/taskstate opened without CAP_PERFMON or
+ * CAP_SYS_ADMIN in the initial user namespace (scope.c).
+ */
+#ifndef TASKSTATE_SCOPE_H
+#define TASKSTATE_SCOPE_H
+
+#include <linux/list.h>
+#include <linux/types.h>
+#include <linux/uidgid.h>
+
+struct cred;
+struct pid;
+struct task_struct;
+
+/* One user's scoped descriptors, and the slots they hold (ts_lock). */
+struct ts_user {
+	struct list_head node;		/* ts_users, ts_users_mutex */
+	kuid_t uid;
+	unsigned int nr_scopes;		/* ts_users_mutex */
+	unsigned int nr_slots;		/* ts_lock */
+};
+
+/*
+ * What a scoped descriptor (one open file, however many holders) sees:
+ * the process that opened it and that process's descendants, under the
+ * opener's credentials (ts_scope_sees()); and the slots it inserted,
+ * which end with it (ts_scope_put()).
+ */
+struct ts_scope {
+	struct pid *tgid;		/* the opener's process */
+	const struct cred *cred;	/* the opener's */
+	struct ts_user *user;
+	struct list_head owned;		/* ts_slot.owner_node, ts_lock */
+	bool closing;			/* inserts refused; ts_lock */
+};
+
+extern bool ts_unprivileged;
+
+struct ts_scope *ts_scope_new(void);
+void ts_scope_put(struct ts_scope *sc);
+bool ts_scope_sees(const struct ts_scope *sc, struct task_struct *t);
+unsigned int ts_user_max(void);
+unsigned int ts_unpriv_max(void);
+
+#endif /* TASKSTATE_SCOPE_H */
