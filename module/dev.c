@@ -62,6 +62,12 @@ static struct task_struct *ts_task_of(u32 id, struct pid_namespace *ns,
 	return pid_task(find_pid_ns(id, ns), type);
 }
 
+/* The table's side of scope @sc: the slots it owns; NULL for none. */
+static struct ts_owner *ts_owner_of(struct ts_scope *sc)
+{
+	return sc ? &sc->owner : NULL;
+}
+
 /*
  * The slot of the tracked thread @tid names in @ns, in scope @sc, with
  * its tgid there in @tgid; NULL and tgid 0 if none.  Under
@@ -244,7 +250,7 @@ static long ts_ioctl_info(struct ts_scope *sc, void *arg)
 		.boottime_offset_ns = ts_boottime_offset_ns(),
 		.scope = sc ? TASKSTATE_SCOPE_SELF : TASKSTATE_SCOPE_ALL,
 		.scope_max_threads = sc ? ts_user_max() : 0,
-		.scope_nr_tracked = sc ? ts_owned_by_user(sc) : 0,
+		.scope_nr_tracked = sc ? ts_owned_by_user(&sc->owner) : 0,
 	};
 	ts_map_info(info);
 	return 0;
@@ -280,7 +286,7 @@ static int ts_track_threads(struct ts_scope *sc, struct task_struct *p,
 	int ret;
 
 	if (!process) {
-		ret = ts_track(p, 0, sc);
+		ret = ts_track(p, 0, ts_owner_of(sc));
 		*nr = !ret;
 		/*
 		 * A leader's record takes in its threads tracked before it,
@@ -292,11 +298,11 @@ static int ts_track_threads(struct ts_scope *sc, struct task_struct *p,
 		if (!ret && thread_group_leader(p))
 			for_each_thread(p, t)
 				if (t != p)
-					ts_proc_join(t, sc);
+					ts_proc_join(t, ts_owner_of(sc));
 		return ret;
 	}
 	/* The leader first: its slot holds the record the others join. */
-	ret = ts_track(p, TS_SLOT_INHERIT, sc);
+	ret = ts_track(p, TS_SLOT_INHERIT, ts_owner_of(sc));
 	if (ret)
 		return ret;
 	++*nr;
@@ -304,7 +310,7 @@ static int ts_track_threads(struct ts_scope *sc, struct task_struct *p,
 		/* A thread whose ids changed alone (setresuid(2)) is outside. */
 		if (t == p || !ts_scope_sees(sc, t))
 			continue;
-		ret = ts_track(t, TS_SLOT_INHERIT, sc);
+		ret = ts_track(t, TS_SLOT_INHERIT, ts_owner_of(sc));
 		if (ret)
 			return ret;
 		++*nr;
@@ -388,10 +394,10 @@ static long ts_ioctl_untrack(struct ts_scope *sc, void *arg)
 	rcu_read_lock();
 	p = ts_track_task(sc, args);
 	if (p && !(args->flags & TASKSTATE_TRACK_PROCESS))
-		args->nr_threads = ts_untrack(p, sc);
+		args->nr_threads = ts_untrack(p, ts_owner_of(sc));
 	else if (p)
 		for_each_thread(p, t)
-			args->nr_threads += ts_untrack(t, sc);
+			args->nr_threads += ts_untrack(t, ts_owner_of(sc));
 	rcu_read_unlock();
 	ts_probes_idle();
 	return p ? 0 : -ESRCH;
@@ -701,6 +707,7 @@ static int ts_dev_release(struct inode *inode, struct file *file)
 	struct ts_scope *sc = file->private_data;
 
 	if (sc) {
+		ts_untrack_owned(&sc->owner);
 		ts_scope_put(sc);
 		ts_probes_idle();
 	}

@@ -14,10 +14,11 @@
  *
  * What a scoped descriptor inserted into the table (its TRACKs, and the
  * threads and children those create while tracked with inheritance) is
- * charged to its user (ts_user), up to user_share percent of the table,
- * and all unprivileged users together to half of it, so that root's
- * tools always find room; it ends when the descriptor's last holder
- * closes it (ts_scope_put()), if the thread has not ended before.
+ * its (struct ts_owner, table.c keeps it) and charged to its user
+ * (ts_user), up to user_share percent of the table, and all unprivileged
+ * users together to half of it, so that root's tools always find room;
+ * it ends when the descriptor's last holder closes it (the device's
+ * release), if the thread has not ended before.
  * Tracking that someone else set up (root's TRACK, track_all) is never
  * changed by a scoped descriptor.
  */
@@ -34,44 +35,14 @@
 #include <linux/user_namespace.h>
 #include "compat.h"
 #include "scope.h"
-#include "table.h"
 
 bool ts_unprivileged = true;
 module_param_named(unprivileged, ts_unprivileged, bool, 0644);
 MODULE_PARM_DESC(unprivileged,
 		 "Let a user without CAP_PERFMON open /dev/taskstate, scoped to the opener's own process and its descendants (default 1). 0 refuses such opens with EPERM from then on; descriptors already open keep working.");
 
-static unsigned int user_share = 10;
-module_param(user_share, uint, 0644);
-MODULE_PARM_DESC(user_share,
-		 "Percent of max_threads one user's scoped descriptors may have tracked at once, 1..50 (default 10); past it their TRACK fails with ENOSPC. All unprivileged users together are held to half of max_threads.");
-
 static LIST_HEAD(ts_users);
 static DEFINE_MUTEX(ts_users_mutex);
-
-/**
- * ts_user_max() - the slots one user's scoped descriptors may hold
- *
- * Context: any.
- * Return: user_share percent of the table (clamped to 1..50), at least 1.
- */
-unsigned int ts_user_max(void)
-{
-	unsigned int pct = clamp(READ_ONCE(user_share), 1U, 50U);
-
-	return max_t(unsigned int, 1, div_u64((u64)ts_nr_slots * pct, 100));
-}
-
-/**
- * ts_unpriv_max() - the slots all scoped descriptors together may hold
- *
- * Context: any.
- * Return: half the table: the other half is always root's.
- */
-unsigned int ts_unpriv_max(void)
-{
-	return ts_nr_slots / 2;
-}
 
 /*
  * The uid a scoped open is charged to.  Inside a user namespace that an
@@ -127,7 +98,8 @@ found:
 	sc->user = u;
 	sc->tgid = get_pid(task_tgid(current));
 	sc->cred = get_current_cred();
-	INIT_LIST_HEAD(&sc->owned);
+	INIT_LIST_HEAD(&sc->owner.owned);
+	sc->owner.user_nr = &u->nr_slots;
 	return sc;
 
 out_free:
@@ -138,9 +110,7 @@ out_free:
 
 /**
  * ts_scope_put() - the descriptor's last holder closed it
- * @sc: its scope
- *
- * Untrack what @sc inserted (ts_untrack_owned()), then free it.
+ * @sc: its scope, whose slots the caller untracked (ts_untrack_owned())
  *
  * Context: process context (release()); may sleep.
  */
@@ -148,7 +118,6 @@ void ts_scope_put(struct ts_scope *sc)
 {
 	struct ts_user *u = sc->user;
 
-	ts_untrack_owned(sc);
 	mutex_lock(&ts_users_mutex);
 	if (!--u->nr_scopes) {
 		list_del(&u->node);

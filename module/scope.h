@@ -9,6 +9,7 @@
 #include <linux/list.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
+#include "table.h"
 
 struct cred;
 struct pid;
@@ -26,14 +27,13 @@ struct ts_user {
  * What a scoped descriptor (one open file, however many holders) sees:
  * the process that opened it and that process's descendants, under the
  * opener's credentials (ts_scope_sees()); and the slots it inserted,
- * which end with it (ts_scope_put()).
+ * which end with it (ts_untrack_owned()).
  */
 struct ts_scope {
 	struct pid *tgid;		/* the opener's process */
 	const struct cred *cred;	/* the opener's */
 	struct ts_user *user;
-	struct list_head owned;		/* ts_slot.owner_node, ts_lock */
-	bool closing;			/* inserts refused; ts_lock */
+	struct ts_owner owner;		/* its slots, table.c's */
 };
 
 extern bool ts_unprivileged;
@@ -41,7 +41,5 @@ extern bool ts_unprivileged;
 struct ts_scope *ts_scope_new(void);
 void ts_scope_put(struct ts_scope *sc);
 bool ts_scope_sees(const struct ts_scope *sc, struct task_struct *t);
-unsigned int ts_user_max(void);
-unsigned int ts_unpriv_max(void);
 
 #endif /* TASKSTATE_SCOPE_H */

@@ -24,6 +24,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/overflow.h>
 #include <linux/pid_namespace.h>
@@ -33,7 +34,6 @@
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include "hooks.h"
-#include "scope.h"
 #include "states.h"
 #include "table.h"
 
@@ -349,13 +349,42 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 /* Slots scoped descriptors own, all users' together (scope.c). */
 static unsigned int ts_nr_owned;
 
+static unsigned int user_share = 10;
+module_param(user_share, uint, 0644);
+MODULE_PARM_DESC(user_share,
+		 "Percent of max_threads one user's scoped descriptors may have tracked at once, 1..50 (default 10); past it their TRACK fails with ENOSPC. All unprivileged users together are held to half of max_threads.");
+
+/**
+ * ts_user_max() - the slots one user's scoped descriptors may hold
+ *
+ * Context: any.
+ * Return: user_share percent of the table (clamped to 1..50), at least 1.
+ */
+unsigned int ts_user_max(void)
+{
+	unsigned int pct = clamp(READ_ONCE(user_share), 1U, 50U);
+
+	return max_t(unsigned int, 1, div_u64((u64)ts_nr_slots * pct, 100));
+}
+
+/**
+ * ts_unpriv_max() - the slots all scoped descriptors together may hold
+ *
+ * Context: any.
+ * Return: half the table: the other half is always root's.
+ */
+unsigned int ts_unpriv_max(void)
+{
+	return ts_nr_slots / 2;
+}
+
 /* @s is no scoped descriptor's any more (its release, or root's TRACK). */
 static void ts_disown_locked(struct ts_slot *s)
 {
 	if (!s->owner)
 		return;
 	list_del(&s->owner_node);
-	s->owner->user->nr_slots--;
+	(*s->owner->user_nr)--;
 	ts_nr_owned--;
 	s->owner = NULL;
 }
@@ -461,7 +490,7 @@ static void ts_proc_leave_locked(struct ts_slot *s)
  * -EDQUOT past @owner's user's share or all users' half.
  */
 static int ts_insert_locked(struct task_struct *t, unsigned int flags,
-			    struct ts_scope *owner)
+			    struct ts_owner *owner)
 {
 	struct ts_slot *s = ts_lookup(t);
 	unsigned int idx;
@@ -482,7 +511,7 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags,
 	if (!ts_nr_free)
 		return -ENOSPC;
 	if (owner && (owner->closing || ts_nr_owned >= ts_unpriv_max() ||
-		      owner->user->nr_slots >= ts_user_max()))
+		      *owner->user_nr >= ts_user_max()))
 		return -EDQUOT;
 	idx = ts_free[--ts_nr_free];
 	WRITE_ONCE(ts_hwm, max(ts_hwm, idx + 1));
@@ -502,7 +531,7 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags,
 	s->owner = owner;
 	if (owner) {
 		list_add(&s->owner_node, &owner->owned);
-		owner->user->nr_slots++;
+		(*owner->user_nr)++;
 		ts_nr_owned++;
 	}
 	return 0;
@@ -522,7 +551,7 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags,
  * Context: process context, under rcu_read_lock(), @t found within it;
  * takes ts_lock.
  */
-void ts_proc_join(struct task_struct *t, const struct ts_scope *owner)
+void ts_proc_join(struct task_struct *t, const struct ts_owner *owner)
 {
 	unsigned long irqflags;
 	struct ts_slot *s;
@@ -557,7 +586,7 @@ void ts_proc_join(struct task_struct *t, const struct ts_scope *owner)
  * user has its share (ts_insert_locked()).
  */
 int ts_track(struct task_struct *t, unsigned int flags,
-	     struct ts_scope *owner)
+	     struct ts_owner *owner)
 {
 	unsigned long irqflags;
 	int ret;
@@ -602,7 +631,7 @@ int ts_track(struct task_struct *t, unsigned int flags,
 void ts_track_child(struct task_struct *child, struct task_struct *parent,
 		    bool all)
 {
-	struct ts_scope *owner = NULL;
+	struct ts_owner *owner = NULL;
 	unsigned long irqflags;
 	struct ts_slot *s;
 
@@ -837,7 +866,6 @@ static void ts_slot_reuse(struct rcu_head *head)
 /**
  * ts_untrack() - stop tracking a thread
  * @t: the thread
- *
  * @owner: NULL for any slot, else only a slot this scoped descriptor owns
  *
  * Stop tracking @t.  Called when the task is freed (sched_process_free)
@@ -848,7 +876,7 @@ static void ts_slot_reuse(struct rcu_head *head)
  * callback); takes ts_lock.
  * Return: whether @t was tracked (and @owner's).
  */
-bool ts_untrack(struct task_struct *t, const struct ts_scope *owner)
+bool ts_untrack(struct task_struct *t, const struct ts_owner *owner)
 {
 	unsigned long irqflags;
 	struct ts_slot *s;
@@ -875,7 +903,7 @@ bool ts_untrack(struct task_struct *t, const struct ts_scope *owner)
  *
  * Context: process context (the descriptor's release); may sleep.
  */
-void ts_untrack_owned(struct ts_scope *owner)
+void ts_untrack_owned(struct ts_owner *owner)
 {
 	unsigned long irqflags;
 	struct ts_slot *s;
@@ -897,14 +925,14 @@ void ts_untrack_owned(struct ts_scope *owner)
 
 /**
  * ts_owned_by_user() - slots a scoped descriptor's user holds
- * @sc: the descriptor's scope
+ * @owner: the descriptor's
  *
  * Context: any.
  * Return: the slots all of that user's scoped descriptors inserted.
  */
-unsigned int ts_owned_by_user(const struct ts_scope *sc)
+unsigned int ts_owned_by_user(const struct ts_owner *owner)
 {
-	return READ_ONCE(sc->user->nr_slots);
+	return READ_ONCE(*owner->user_nr);
 }
 
 /**

@@ -12,7 +12,15 @@
 #include "entry.h"
 #include "index.h"
 
-struct ts_scope;
+/*
+ * The slots one scoped descriptor (scope.c) inserted, charged to its
+ * user, whose count all that user's descriptors share.  Under ts_lock.
+ */
+struct ts_owner {
+	struct list_head owned;		/* ts_slot.owner_node */
+	unsigned int *user_nr;		/* the user's slots, all descriptors */
+	bool closing;			/* inserts refused: being closed */
+};
 
 /* The slot's task was tracked with its future threads and children. */
 #define TS_SLOT_INHERIT		0x1
@@ -75,7 +83,7 @@ struct ts_slot {
 	 * owned) inserted the slot, on its list of them, or NULL: then no
 	 * scoped descriptor's UNTRACK or close ends it (scope.c).  ts_lock.
 	 */
-	struct ts_scope *owner;
+	struct ts_owner *owner;
 	struct list_head owner_node;
 };
 
@@ -159,15 +167,17 @@ static inline void ts_pub_release(struct ts_pub *p)
 int ts_table_init(unsigned int nr_slots);
 void ts_table_exit(void);
 int ts_track(struct task_struct *t, unsigned int flags,
-	     struct ts_scope *owner);
+	     struct ts_owner *owner);
 void ts_track_child(struct task_struct *child, struct task_struct *parent,
 		    bool all);
 u64 ts_inserts_now(void);
 void ts_snapshot(struct task_struct *t, u64 upto);
-void ts_proc_join(struct task_struct *t, const struct ts_scope *owner);
-bool ts_untrack(struct task_struct *t, const struct ts_scope *owner);
-void ts_untrack_owned(struct ts_scope *owner);
-unsigned int ts_owned_by_user(const struct ts_scope *sc);
+void ts_proc_join(struct task_struct *t, const struct ts_owner *owner);
+bool ts_untrack(struct task_struct *t, const struct ts_owner *owner);
+void ts_untrack_owned(struct ts_owner *owner);
+unsigned int ts_owned_by_user(const struct ts_owner *owner);
+unsigned int ts_user_max(void);
+unsigned int ts_unpriv_max(void);
 void ts_track_existing(u64 probes_since);
 void ts_retid(struct task_struct *t);
 

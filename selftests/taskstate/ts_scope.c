@@ -400,7 +400,7 @@ TEST_F(scope, list_shows_no_foreign_thread)
 	long i;
 
 	e = calloc(n, sizeof(*e));
-	ASSERT_NE(NULL, e);
+	ASSERT_TRUE(e != NULL);
 	ASSERT_EQ(0, track(self->fd, TASKSTATE_IOC_TRACK, getpid(),
 			   TASKSTATE_TRACK_PROCESS, NULL));
 	/* Foreign threads there to be listed, with root's descriptor. */
@@ -458,7 +458,7 @@ TEST_F(scope, list_while_the_scope_churns)
 	long got, i;
 
 	e = calloc(n, sizeof(*e));
-	ASSERT_NE(NULL, e);
+	ASSERT_TRUE(e != NULL);
 	ASSERT_EQ(0, track(self->fd, TASKSTATE_IOC_TRACK, getpid(),
 			   TASKSTATE_TRACK_PROCESS, NULL));
 	churner = fork();
