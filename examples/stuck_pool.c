@@ -3,7 +3,10 @@
  * A thread pool's supervisor that finds stuck workers with
  * taskstate_stuck_check(): each worker locates itself once when it starts,
  * and the supervisor checks all of them every period from the mapping,
- * without a system call per worker.
+ * without a system call per worker.  Where the descriptor may not map (a
+ * user without CAP_PERFMON, whose descriptor is scoped to its own
+ * processes, or a child pid namespace) it asks for all of them with one
+ * SAMPLE per period instead, so it runs as any user, in a container.
  *
  *   stuck_pool [WORKERS [THRESHOLD_MS [SECONDS]]]   (4 200 3)
  *
@@ -12,7 +15,7 @@
  * would.  The supervisor checks every 100 ms for SECONDS at most (5
  * periods more once worker 1 was found).  Prints each stuck worker once;
  * exits 0 if worker 1 and only it was reported, 1 otherwise, 2 if the
- * mapping cannot be had.  With the
+ * device cannot be opened.  With the
  * module's track_all=0 the workers TRACK themselves first.
  */
 #ifndef _GNU_SOURCE
@@ -74,6 +77,36 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/*
+ * taskstate_stuck_check() without the mapping: the workers' words by one
+ * SAMPLE, found[] as it fills it.
+ */
+static int stuck_by_sample(unsigned int nr, uint64_t threshold_ns,
+			   struct taskstate_stuck *found)
+{
+	struct taskstate_entry e[MAX_WORKERS];
+	uint64_t now, age;
+	unsigned int i, state;
+	int n = 0;
+
+	for (i = 0; i < nr; i++)
+		e[i] = (struct taskstate_entry) { .tid = where[i].tid };
+	if (taskstate_sample(dev_fd, e, NULL, nr) < 0)
+		return -1;
+	now = taskstate_now_ns();
+	for (i = 0; i < nr; i++) {
+		state = taskstate_state(e[i].word);
+		age = taskstate_age_ns(e[i].word, now);
+		if (!e[i].word || !(STUCK_STATES & 1U << state) ||
+		    age < threshold_ns)
+			continue;
+		found[n++] = (struct taskstate_stuck) {
+			.which = i, .state = state, .age_ns = age,
+		};
+	}
+	return n;
+}
+
 static void sleep_ms(unsigned int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -98,11 +131,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	dev_fd = taskstate_open();
-	ret = dev_fd < 0 ? dev_fd : taskstate_mapping_open(dev_fd, &m);
-	if (ret) {
-		fprintf(stderr, "stuck_pool: no mapping: %s\n", strerror(-ret));
+	if (dev_fd < 0) {
+		fprintf(stderr, "stuck_pool: %s\n", strerror(-dev_fd));
 		return 2;
 	}
+	ret = taskstate_mapping_open(dev_fd, &m);
+	if (ret)
+		printf("no mapping (%s): one SAMPLE a period\n", strerror(-ret));
 	if (pipe(pipe_fds))
 		return 2;
 	for (i = 0; i < nr; i++)
@@ -113,8 +148,14 @@ int main(int argc, char **argv)
 	/* The supervisor loop: one call per period for the whole pool. */
 	for (t = 0; t < seconds * 10 && left; t++, left--) {
 		sleep_ms(100);
-		n = taskstate_stuck_check(&m, where, nr, threshold_ms * 1000000ULL,
-					  STUCK_STATES, found, MAX_WORKERS, NULL);
+		if (!ret)
+			n = taskstate_stuck_check(&m, where, nr,
+						  threshold_ms * 1000000ULL,
+						  STUCK_STATES, found, MAX_WORKERS,
+						  NULL);
+		else
+			n = stuck_by_sample(nr, threshold_ms * 1000000ULL,
+					    found);
 		for (i = 0; i < (unsigned int)n && i < MAX_WORKERS; i++) {
 			unsigned int w = found[i].which;
 
@@ -133,7 +174,8 @@ int main(int argc, char **argv)
 	close(pipe_fds[1]);	/* lets worker 1's read return */
 	for (i = 0; i < nr; i++)
 		pthread_join(th[i], NULL);
-	taskstate_mapping_close(&m);
+	if (!ret)
+		taskstate_mapping_close(&m);
 	if (!reported[1])
 		printf("worker 1 was not reported\n");
 	return bad || !reported[1];

@@ -127,18 +127,27 @@ scope_suites() {
 	}
 	d=$(mktemp -d /tmp/ts-scope.XXXXXX)
 	chmod 755 "$d"
-	cp "$TS_BIN/ts_scope" "$d/" && cp "$d/ts_scope" "$d/ts_scope_suid" &&
+	cp "$TS_BIN/ts_scope" "$TS_BIN/stuck_pool" "$d/" &&
+		cp "$d/ts_scope" "$d/ts_scope_suid" &&
 		chmod 4755 "$d/ts_scope_suid"
 	TS_SUID_SELF=$d/ts_scope_suid run "$d/ts_scope"
 	TS_SUID_SELF=$d/ts_scope_suid run as_nobody \
 		unshare -Urpf --mount-proc "$d/ts_scope"
+	# A thread pool watching its own workers, as a user in a container.
+	check "examples/stuck_pool as nobody in new user and pid namespaces" \
+		as_nobody unshare -Urpf --mount-proc "$d/stuck_pool" 4 200 5
 	if command -v bwrap > /dev/null; then
-		run as_nobody bwrap --ro-bind / / --dev /dev \
-			--dev-bind /dev/taskstate /dev/taskstate --proc /proc \
-			--unshare-user --unshare-pid --die-with-parent \
-			"$d/ts_scope"
+		bw() {
+			as_nobody bwrap --ro-bind / / --dev /dev \
+				--dev-bind /dev/taskstate /dev/taskstate \
+				--proc /proc --unshare-user --unshare-pid \
+				--die-with-parent "$@"
+		}
+		run bw "$d/ts_scope"
+		check "examples/stuck_pool as nobody in bubblewrap" \
+			bw "$d/stuck_pool" 4 200 5
 	else
-		skip "ts_scope in bubblewrap" "no bwrap in this guest"
+		skip "ts_scope and stuck_pool in bubblewrap" "no bwrap in this guest"
 	fi
 	p=/sys/module/taskstate/parameters/unprivileged
 	echo 0 > $p && run "$d/ts_scope" open_follows_the_unprivileged_switch
