@@ -250,7 +250,9 @@ static __inline__ int taskstate_totals_match(__u64 word,
  *                was full, system-wide: those the module should have
  *                tracked on its own (existing at load with track_all, or
  *                created by a thread tracked with inheritance); a TRACK
- *                refused with ENOSPC is not counted
+ *                refused with ENOSPC is not counted, nor a thread left
+ *                untracked because a scoped descriptor's user had its
+ *                share
  * @map_entry_size: out, version 1: sizeof(struct taskstate_map_entry)
  * @map_layout: out, version 1: TASKSTATE_MAP_LAYOUT
  * @map_entries: out, version 1: entries in the mapping (max_threads)
