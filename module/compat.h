@@ -18,6 +18,12 @@
 
 #include <linux/mm.h>
 #include <linux/sched.h>
+#ifdef TS_HAVE_TASK_EXEC_STATE
+#include <linux/sched/exec_state.h>
+#else
+#include <linux/sched/coredump.h>
+#include <linux/sched/task.h>
+#endif
 
 /*
  * Architectures.  The probes store a word plainly (64-bit: WRITE_ONCE();
@@ -273,18 +279,38 @@ static inline bool ts_task_on_cpu(const struct task_struct *t)
 }
 
 /*
- * Was @t dumpable when its mm went (exit_mm())?  ptrace's answer for a
- * task with no mm (5.9+, task_struct.user_dumpable); before, unknown,
- * and a scoped descriptor does not show such a task.
+ * Is @t dumpable by its owner (SUID_DUMP_USER), as ptrace asks?  7.x
+ * keeps that per task (task_struct.exec_state, RCU), mm or not.  Before,
+ * it is the mm's, read under task_lock() as __ptrace_may_access() reads
+ * it; a task whose mm is gone is judged by what it was then (5.9+,
+ * task_struct.user_dumpable), and before 5.9 that is unknown: not
+ * dumpable.  Under rcu_read_lock(); may take task_lock(@t), a spinlock_t.
  */
-static inline bool ts_task_user_dumpable(const struct task_struct *t)
+#ifdef TS_HAVE_TASK_EXEC_STATE
+static inline bool ts_task_dumpable(struct task_struct *t)
 {
-#ifdef TS_HAVE_USER_DUMPABLE
-	return t->user_dumpable;
-#else
-	return false;
-#endif
+	struct task_exec_state *es = rcu_dereference(t->exec_state);
+
+	return es && READ_ONCE(es->dumpable) == TASK_DUMPABLE_OWNER;
 }
+#else
+static inline bool ts_task_dumpable(struct task_struct *t)
+{
+	bool dumpable;
+
+	task_lock(t);
+	if (t->mm)
+		dumpable = get_dumpable(t->mm) == SUID_DUMP_USER;
+	else
+#ifdef TS_HAVE_USER_DUMPABLE
+		dumpable = t->user_dumpable;
+#else
+		dumpable = false;
+#endif
+	task_unlock(t);
+	return dumpable;
+}
+#endif
 
 /*
  * Queue the RCU callback that makes a released slot reusable.  Kernels

@@ -28,7 +28,6 @@
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
-#include <linux/sched/coredump.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
@@ -177,7 +176,7 @@ static bool ts_scope_ids_match(const struct ts_scope *sc,
  * non-dumpable, as PR_SET_DUMPABLE 0 does), and the task leaves the
  * scope.  A task whose mm is gone (exiting, or a zombie leader) is
  * judged by the dumpability it had then, as ptrace judges it
- * (ts_task_user_dumpable()).  A task already released (!pid_alive())
+ * (ts_task_dumpable()).  A task already released (!pid_alive())
  * is seen by no scope: its real_parent is no longer kept current, and
  * the walk up from it could meet a freed parent.
  *
@@ -188,9 +187,6 @@ static bool ts_scope_ids_match(const struct ts_scope *sc,
  */
 bool ts_scope_sees(const struct ts_scope *sc, struct task_struct *t)
 {
-	struct mm_struct *mm;
-	bool dumpable;
-
 	if (!sc)
 		return true;
 	if (!pid_alive(t) || !ts_scope_descends(sc, t) ||
@@ -202,12 +198,5 @@ bool ts_scope_sees(const struct ts_scope *sc, struct task_struct *t)
 	 * before it installs new ids.
 	 */
 	smp_rmb();
-	task_lock(t);
-	mm = t->mm;
-	if (mm)
-		dumpable = get_dumpable(mm) == SUID_DUMP_USER;
-	else
-		dumpable = ts_task_user_dumpable(t);
-	task_unlock(t);
-	return dumpable;
+	return ts_task_dumpable(t);
 }
