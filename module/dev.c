@@ -129,8 +129,9 @@ struct ts_batch {
 
 /*
  * Start a batch of @count records at @urec, with their totals at @utot
- * unless it is 0, for a descriptor of scope @sc.  Returns 0, -EFAULT for an address this kernel cannot
- * have given, or -ENOMEM.  ts_batch_end() in every case.
+ * unless it is 0, for a descriptor of scope @sc.  Returns 0, -EFAULT for
+ * an address this kernel cannot have given, or -ENOMEM.  ts_batch_end()
+ * in every case.
  */
 static int ts_batch_start(struct ts_batch *b, const struct ts_scope *sc,
 			  u64 urec, u64 utot, u32 count)
