@@ -34,7 +34,11 @@
 /* The device path: $TASKSTATE_DEV if set and not empty, else TASKSTATE_DEV_PATH. */
 const char *taskstate_dev_path(void);
 
-/* Open taskstate_dev_path() read-only, close-on-exec: the fd, or -errno. */
+/*
+ * Open taskstate_dev_path() read-only, close-on-exec: the fd, or -errno.
+ * Without CAP_PERFMON the fd is scoped to the caller's own processes
+ * (INFO's scope); every call works on those.
+ */
 int taskstate_open(void);
 void taskstate_close(int fd);
 
@@ -100,8 +104,9 @@ struct taskstate_mapping {
 /*
  * Map every entry of the module behind fd, after checking INFO's layout
  * and entry size.  Returns 0, or -errno: -EPERM outside the initial pid
- * namespace, -EOPNOTSUPP for a module without a mapping, -EPROTO for a
- * layout this library does not know.  The mapping outlives fd.
+ * namespace or for a scoped fd, -EOPNOTSUPP for a module without a
+ * mapping, -EPROTO for a layout this library does not know.  The mapping
+ * outlives fd.
  */
 int taskstate_mapping_open(int fd, struct taskstate_mapping *m);
 void taskstate_mapping_close(struct taskstate_mapping *m);
