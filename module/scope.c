@@ -29,7 +29,6 @@
 #include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/sched/signal.h>
-#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/user_namespace.h>
 #include "compat.h"

@@ -642,10 +642,11 @@ void ts_track_child(struct task_struct *child, struct task_struct *parent,
 			goto out_unlock;
 		/* Inherited from a scoped descriptor's slot: its, charged. */
 		owner = s->owner;
-		if (owner && owner->closing)
-			goto out_unlock;
 	}
-	/* A user past its share is not the table full: not counted. */
+	/*
+	 * A user past its share, or a descriptor being closed (-EDQUOT), is
+	 * not the table full: not counted.
+	 */
 	if (ts_insert_locked(child, TS_SLOT_INHERIT, owner) == -ENOSPC)
 		atomic_long_inc(&ts_nr_untracked);
 out_unlock:

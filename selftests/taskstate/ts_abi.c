@@ -254,18 +254,6 @@ static long do_list(int fd, uint32_t pid, struct taskstate_entry *e,
 	return ret;
 }
 
-/* A pid that existed a moment ago and is free now. */
-static pid_t reaped_pid(void)
-{
-	pid_t pid = fork();
-
-	if (!pid)
-		_exit(0);
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
-	return pid;
-}
-
 /*
  * Two adjacent pages; the second gets @prot2 (PROT_NONE, PROT_READ), or
  * is unmapped when @unmap.  Returns the boundary between them, NULL on
@@ -1199,7 +1187,7 @@ TEST_F(abi, track_process_follows_new_threads_and_children)
 TEST_F(abi, track_of_unknown_id_is_esrch)
 {
 	const uint32_t ids[] = {
-		(uint32_t)reaped_pid(), 0, TS_PID_MAX_LIMIT,
+		(uint32_t)ts_reaped_pid(), 0, TS_PID_MAX_LIMIT,
 		TS_PID_MAX_LIMIT + 1, 0x7fffffff, 0x80000000U, UINT32_MAX,
 	};
 	const unsigned long cmds[] = {
@@ -1235,7 +1223,7 @@ static long do_process(int fd, uint32_t pid, struct taskstate_process *a)
 TEST_F(abi, process_of_unknown_pid_is_esrch)
 {
 	const uint32_t ids[] = {
-		(uint32_t)reaped_pid(), 0, TS_PID_MAX_LIMIT,
+		(uint32_t)ts_reaped_pid(), 0, TS_PID_MAX_LIMIT,
 		TS_PID_MAX_LIMIT + 1, 0x7fffffff, 0x80000000U, UINT32_MAX,
 	};
 	struct taskstate_process a;
@@ -1421,7 +1409,7 @@ TEST_F(abi, sample_calling_thread_is_running)
 TEST_F(abi, sample_mixed_batch_answers_known_and_zeroes_unknown)
 {
 	struct parked p;
-	pid_t gone = reaped_pid();
+	pid_t gone = ts_reaped_pid();
 	struct {
 		uint32_t tid;
 		bool known;
@@ -1657,7 +1645,7 @@ TEST_F(abi, list_of_gone_pid_or_non_leader_tid_is_empty)
 {
 	struct taskstate_entry e[4];
 	uint32_t filled, total;
-	pid_t gone = reaped_pid();
+	pid_t gone = ts_reaped_pid();
 	struct parked p;
 
 	ASSERT_LT(0, gone);

@@ -763,24 +763,6 @@ TEST_F(cli, track_untrack)
 	track_process(_metadata, self, self->stopped, TASKSTATE_STOPPED);
 }
 
-/* A pid that no task has: a child's, reaped. */
-static pid_t free_pid(void)
-{
-	int tries;
-
-	for (tries = 0; tries < 10; tries++) {
-		pid_t pid = fork();
-
-		if (pid == 0)
-			_exit(0);
-		if (pid < 0 || waitpid(pid, NULL, 0) != pid)
-			return -1;
-		if (kill(pid, 0) && errno == ESRCH)
-			return pid;
-	}
-	return -1;
-}
-
 /*
  * This and help run the command 14 and 15 times: help's 15 took longer
  * than the harness's default 30 s in the debug kernel on a loaded host.
@@ -791,7 +773,7 @@ TEST_F_TIMEOUT(cli, bad_input, 300)
 	pid_t gone;
 
 	NEED_SETUP();
-	gone = free_pid();
+	gone = ts_reaped_pid();
 	ASSERT_LT(0, gone);
 
 	run_cli(_metadata, self->cli, &r, "track", "-p", "abc", NULL);

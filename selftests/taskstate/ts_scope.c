@@ -161,17 +161,6 @@ static int become_user(void)
 	return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) ? -errno : 0;
 }
 
-/* A pid free now: a child's, reaped. */
-static pid_t free_pid(void)
-{
-	pid_t pid = fork();
-
-	if (!pid)
-		_exit(0);
-	waitpid(pid, NULL, 0);
-	return pid;
-}
-
 /*
  * A child that waits in read() on @fds[0] and exits at EOF, holding no
  * other descriptor of its parent's (a scoped one it held would keep that
@@ -363,11 +352,12 @@ static void root_untracks(int root_fd, pid_t pid)
 
 TEST_F(scope, foreign_threads_answer_as_tids_that_do_not_exist)
 {
-	uint32_t none = free_pid();
+	uint32_t none = ts_reaped_pid();
 	uint32_t foreign[] = { getppid(), sibling, 1 };
 	unsigned int i;
 
 	ASSERT_LT(0, sibling);
+	ASSERT_LT(0, (pid_t)none);
 	/* The premise, with root's descriptor: root tracks them. */
 	for (i = 0; self->root_fd >= 0 && i < ARRAY_SIZE(foreign); i++) {
 		uint32_t tid = foreign[i];
@@ -521,7 +511,7 @@ TEST_F(scope, children_are_in_scope_until_orphaned)
 	EXPECT_TRUE(seen(self->fd, grandchild)) TH_LOG("a grandchild");
 	ASSERT_EQ(1, write(go[1], "x", 1));
 	waitpid(child, NULL, 0);
-	EXPECT_EQ(0, same_as_nothing(self->fd, grandchild, free_pid()))
+	EXPECT_EQ(0, same_as_nothing(self->fd, grandchild, ts_reaped_pid()))
 		TH_LOG("an orphan, adopted by its reaper");
 	kill(grandchild, SIGKILL);
 }
@@ -689,7 +679,7 @@ TEST_F(scope, plain_exec_stays_in_scope_set_user_id_exec_leaves)
 		SKIP(return, "the set-user-ID bit is ignored here (nosuid, or its owner is not mapped in this user namespace)");
 	}
 	TH_LOG("%s: euid %ld", suid, euid_of(pid));
-	EXPECT_EQ(0, same_as_nothing(self->fd, pid, free_pid()));
+	EXPECT_EQ(0, same_as_nothing(self->fd, pid, ts_reaped_pid()));
 	if (self->root_fd >= 0 && track_all_on(self->root_fd))
 		EXPECT_TRUE(seen(self->root_fd, pid));
 	kill(pid, SIGKILL);
@@ -717,7 +707,7 @@ TEST_F(scope, non_dumpable_process_leaves_the_scope)
 	ASSERT_EQ(1, read(ready[0], &c, 1));
 	if (self->root_fd >= 0)
 		EXPECT_TRUE(root_tracks(self->root_fd, pid));
-	EXPECT_EQ(0, same_as_nothing(self->fd, pid, free_pid()));
+	EXPECT_EQ(0, same_as_nothing(self->fd, pid, ts_reaped_pid()));
 	root_untracks(self->root_fd, pid);
 	end_child(pid, fds[1]);
 }
@@ -734,7 +724,7 @@ static char sibling_check(int fd, pid_t sender)
 		return 1;
 	if (!seen(fd, sender))
 		return 2;
-	if (same_as_nothing(fd, getpid(), free_pid()))
+	if (same_as_nothing(fd, getpid(), ts_reaped_pid()))
 		return 3;
 	return 0;
 }

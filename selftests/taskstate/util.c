@@ -2,6 +2,7 @@
 /*
  * Helpers shared by the taskstate selftests: see util.h.
  */
+#include <signal.h>
 #include "util.h"
 
 pid_t ts_gettid(void)
@@ -338,4 +339,22 @@ int ts_unprivileged_on(void)
 		c = 0;
 	close(fd);
 	return c == 'Y' ? 1 : c == 'N' ? 0 : -1;
+}
+
+pid_t ts_reaped_pid(void)
+{
+	int tries;
+
+	for (tries = 0; tries < 10; tries++) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(0);
+		if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+			return -1;
+		/* Not reused by another task meanwhile. */
+		if (kill(pid, 0) && errno == ESRCH)
+			return pid;
+	}
+	return -1;
 }

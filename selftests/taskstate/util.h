@@ -45,6 +45,12 @@ uint64_t nr_untracked(int fd);
  */
 int ts_unprivileged_on(void);
 
+/*
+ * A pid that existed a moment ago and no task has now: a child's, reaped
+ * (and not reused meanwhile); -1 if none could be had.
+ */
+pid_t ts_reaped_pid(void);
+
 /* Write @s, or @v in decimal, to the file @path: 0 or -errno. */
 int ts_write_str(const char *path, const char *s);
 int ts_write_uint(const char *path, unsigned int v);
