@@ -3,10 +3,11 @@
  * A thread pool's supervisor that finds stuck workers with
  * taskstate_stuck_check(): each worker locates itself once when it starts,
  * and the supervisor checks all of them every period from the mapping,
- * without a system call per worker.  Where the descriptor may not map (a
- * user without CAP_PERFMON, whose descriptor is scoped to its own
- * processes, or a child pid namespace) it asks for all of them with one
- * SAMPLE per period instead, so it runs as any user, in a container.
+ * without a system call per worker.  A user without CAP_PERFMON, whose
+ * descriptor is scoped to its own processes, maps them too, in any pid
+ * namespace, so it runs the same as any user, in a container.  Where no
+ * mapping is possible (a privileged descriptor in a child pid namespace)
+ * it asks for all of them with one SAMPLE per period instead.
  *
  *   stuck_pool [WORKERS [THRESHOLD_MS [SECONDS]]]   (4 200 3)
  *

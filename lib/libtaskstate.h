@@ -102,11 +102,12 @@ struct taskstate_mapping {
 };
 
 /*
- * Map every entry of the module behind fd, after checking INFO's layout
- * and entry size.  Returns 0, or -errno: -EPERM outside the initial pid
- * namespace or for a scoped fd, -EOPNOTSUPP for a module without a
- * mapping, -EPROTO for a layout this library does not know.  The mapping
- * outlives fd.
+ * Map the entries of the module behind fd, after checking INFO's layout
+ * and entry size: every entry for a privileged fd, the fd's own pages for
+ * a scoped one (locate through the same fd).  Returns 0, or -errno:
+ * -EPERM for a privileged fd outside the initial pid namespace,
+ * -EOPNOTSUPP for a module without a mapping, -EPROTO for a layout this
+ * library does not know.  The mapping outlives fd.
  */
 int taskstate_mapping_open(int fd, struct taskstate_mapping *m);
 void taskstate_mapping_close(struct taskstate_mapping *m);
@@ -114,7 +115,9 @@ void taskstate_mapping_close(struct taskstate_mapping *m);
 /*
  * Fill tgid, index and gen of l[0..n-1] from their tid (in the caller's
  * pid namespace), in batches of at most TASKSTATE_BATCH_MAX.  Unknown
- * threads get index TASKSTATE_LOCATE_NONE.  Returns how many were found.
+ * threads get index TASKSTATE_LOCATE_NONE, as do threads a scoped fd
+ * could not bring into its mapping now (uapi: LOCATE).  Returns how many
+ * were found.
  */
 int taskstate_locate(int fd, struct taskstate_location *l, uint32_t n);
 

@@ -118,7 +118,7 @@ struct ts_batch {
 	struct taskstate_totals __user *utot;	/* NULL: no totals */
 	struct taskstate_totals *tot;		/* TS_CHUNK, with utot */
 	struct pid_namespace *ns;		/* the caller's */
-	const struct ts_scope *sc;		/* the descriptor's, or NULL */
+	struct ts_scope *sc;			/* the descriptor's, or NULL */
 	u32 done;				/* records copied out */
 	union {
 		u8 bytes[TS_CHUNK * TS_RECORD];
@@ -133,7 +133,7 @@ struct ts_batch {
  * an address this kernel cannot have given, or -ENOMEM.  ts_batch_end()
  * in every case.
  */
-static int ts_batch_start(struct ts_batch *b, const struct ts_scope *sc,
+static int ts_batch_start(struct ts_batch *b, struct ts_scope *sc,
 			  u64 urec, u64 utot, u32 count)
 {
 	b->sc = sc;
@@ -181,7 +181,7 @@ static void ts_batch_end(struct ts_batch *b)
  * Always inlined, so that @one() stays a direct call in each handler.
  */
 static __always_inline long
-ts_batch_lookup(const struct ts_scope *sc, u64 urec, u64 utot, u32 count,
+ts_batch_lookup(struct ts_scope *sc, u64 urec, u64 utot, u32 count,
 		bool (*one)(struct ts_batch *b, u32 i))
 {
 	struct ts_batch b;
@@ -253,7 +253,7 @@ static long ts_ioctl_info(struct ts_scope *sc, void *arg)
 		.scope_max_threads = sc ? ts_user_max() : 0,
 		.scope_nr_tracked = sc ? ts_owned_by_user(&sc->owner) : 0,
 	};
-	ts_map_info(info);
+	ts_map_info(info, sc);
 	return 0;
 }
 
@@ -463,11 +463,27 @@ static bool ts_locate_one(struct ts_batch *b, u32 i)
 {
 	struct taskstate_location *l = &b->rec.l[i];
 	struct ts_slot *s = ts_slot_of(b->sc, l->tid, b->ns, &l->tgid);
+	u32 e;
 
-	l->gen = s ? READ_ONCE(ts_slot_pub(s)->gen) : 0;
+	if (s && b->sc) {
+		/*
+		 * A scoped mapping shows only the descriptor's pages: the
+		 * entry moves there if it can (ts_entry_claim()).
+		 */
+		struct task_struct *t = ts_task_of(l->tid, b->ns, PIDTYPE_PID);
+
+		if (t)
+			ts_entry_claim(t, &b->sc->owner);
+	}
+	e = s ? READ_ONCE(s->entry) : 0;
+	l->gen = s ? READ_ONCE(ts_pub[e].gen) : 0;
 	if (l->gen & 1) {
-		l->index = s - ts_slots;
-		return true;
+		l->index = b->sc ? ts_view_index(&b->sc->owner, e) : e;
+		if (l->index != TASKSTATE_LOCATE_NONE)
+			return true;
+		/* Found, not in the mapping now (uapi: LOCATE). */
+		l->gen = 0;
+		return false;
 	}
 	l->tgid = 0;
 	l->index = TASKSTATE_LOCATE_NONE;
@@ -709,6 +725,7 @@ static int ts_dev_release(struct inode *inode, struct file *file)
 
 	if (sc) {
 		ts_untrack_owned(&sc->owner);
+		ts_owner_pages_put(&sc->owner);
 		ts_scope_put(sc);
 		ts_probes_idle();
 	}

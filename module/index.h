@@ -284,6 +284,26 @@ found:
 }
 
 /**
+ * ts_index_set() - point a task's way at another entry
+ * @ix: the index
+ * @way: the task's way, from ts_index_insert()
+ * @idx: its entry from now on
+ *
+ * Move a task to entry @idx, whose contents the caller stored first
+ * (ordered before this store by its smp_wmb()).  A lookup running now
+ * reads the old entry or the new one; the caller makes sure that nothing
+ * writes the task's entry meanwhile, and that the old one stays until a
+ * grace period has passed.
+ *
+ * Context: under the lock that changes the index.
+ */
+static inline void ts_index_set(struct ts_index *ix, u32 way, u32 idx)
+{
+	WRITE_ONCE(ix->buckets[way / TS_BUCKET_WAYS].idx[way % TS_BUCKET_WAYS],
+		   idx);
+}
+
+/**
  * ts_index_release() - a task no longer owns its way
  * @ix: the index
  * @task: the key

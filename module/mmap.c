@@ -17,6 +17,12 @@
  * tables of any mapping that is not VM_PFNMAP): without a fault handler
  * the next read would get SIGBUS (6.1 mm/memory.c, do_read_fault() of a
  * VMA with no ->fault).
+ *
+ * A scoped descriptor's mapping (docs/design.md, "The scoped mapping")
+ * is a view of the table's pages it holds, the k-th page it took at
+ * offset k, each inserted by ts_view_fault() at its first read: the same
+ * vmalloc pages, so a reader sees each change as a privileged mapping
+ * does.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -27,6 +33,7 @@
 #include "compat.h"
 #include "hooks.h"
 #include "readers.h"
+#include "scope.h"
 #include "table.h"
 
 /*
@@ -54,19 +61,27 @@ static unsigned long ts_map_size(void)
 	return PAGE_ALIGN((unsigned long)ts_nr_slots * sizeof(struct ts_pub));
 }
 
+/* Bytes of a scoped descriptor's mapping: its user's share, in pages. */
+static unsigned long ts_view_size(void)
+{
+	return (unsigned long)ts_view_max_pages() << PAGE_SHIFT;
+}
+
 /**
  * ts_map_info() - fill INFO's map_* fields
  * @info: the answer TASKSTATE_IOC_INFO is building
+ * @sc: the descriptor's scope, or NULL
  *
- * Context: any; reads only what is fixed at load.
+ * Context: any; reads only what is fixed at load, and user_share.
  */
-void ts_map_info(struct taskstate_info *info)
+void ts_map_info(struct taskstate_info *info, const struct ts_scope *sc)
 {
 	info->map_entry_size = sizeof(struct ts_pub);
 	info->map_layout = TASKSTATE_MAP_LAYOUT;
-	info->map_entries = ts_nr_slots;
 	info->map_flags = ts_totals ? TASKSTATE_MAP_F_TOTALS : 0;
-	info->map_size = ts_map_size();
+	info->map_size = sc ? ts_view_size() : ts_map_size();
+	info->map_entries = sc ? ts_view_max_pages() * TS_PAGE_ENTRIES :
+				 ts_nr_slots;
 }
 
 /*
@@ -89,14 +104,43 @@ static const struct vm_operations_struct ts_map_vm_ops = {
 	.fault = ts_map_fault,
 };
 
+/*
+ * A page of a scoped descriptor's mapping: the table's page it holds at
+ * that offset, taken now if it holds none yet (ts_view_page()), so no
+ * page is ever in a reader's page tables that changes hands later: a
+ * descriptor's pages are its until its release, after the last mapping
+ * of it is gone (the mapping holds the file).  SIGBUS past the user's
+ * share.
+ */
+static vm_fault_t ts_view_fault(struct vm_fault *vmf)
+{
+	struct ts_scope *sc = vmf->vma->vm_file->private_data;
+	int pg;
+
+	if (vmf->pgoff >= ts_view_max_pages())
+		return VM_FAULT_SIGBUS;
+	pg = ts_view_page(&sc->owner, vmf->pgoff);
+	if (pg < 0)
+		return VM_FAULT_SIGBUS;
+	vmf->page = vmalloc_to_page((char *)ts_pub +
+				    ((unsigned long)pg << PAGE_SHIFT));
+	get_page(vmf->page);
+	return 0;
+}
+
+static const struct vm_operations_struct ts_view_vm_ops = {
+	.fault = ts_view_fault,
+};
+
 /**
  * ts_dev_mmap() - mmap() of /dev/taskstate
  * @file: the device's open file
  * @vma: the caller's mapping, shared and read-only
  *
- * Errnos, as the uapi header documents them:
- * EPERM for a scoped descriptor (every thread's entry is in the pages),
- * and outside the initial pid namespace (the entries hold its tids),
+ * A scoped descriptor's mapping is its own pages (ts_view_fault()), in
+ * any pid namespace.  Errnos, as the uapi header documents them: EPERM
+ * for a privileged descriptor outside the initial pid namespace (the
+ * entries hold its tids),
  * EINVAL for MAP_PRIVATE or a range past the end, EACCES for PROT_WRITE
  * or PROT_EXEC.  do_mmap() clears VM_SHARED (not VM_MAYSHARE) for a
  * shared mapping of a read-only file, and itself refuses PROT_WRITE on
@@ -109,13 +153,15 @@ static const struct vm_operations_struct ts_map_vm_ops = {
  */
 int ts_dev_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	unsigned long pages = ts_map_size() >> PAGE_SHIFT;
+	struct ts_scope *sc = file->private_data;
+	unsigned long pages = (sc ? ts_view_size() : ts_map_size()) >>
+			      PAGE_SHIFT;
 
 	if (TS_HOOK_ENTRY_UNMAPPED || !ts_map_word_whole() ||
 	    ts_hook_map_refused())
 		return -ENODEV;
-	/* Scoped descriptors (scope.c) do not map: the pages are shared. */
-	if (file->private_data || task_active_pid_ns(current) != &init_pid_ns)
+	/* A scoped descriptor maps its own pages, in any pid namespace. */
+	if (!sc && task_active_pid_ns(current) != &init_pid_ns)
 		return -EPERM;
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
@@ -131,6 +177,12 @@ int ts_dev_mmap(struct file *file, struct vm_area_struct *vma)
 	 */
 	ts_vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
 	ts_vm_flags_set(vma, VM_DONTCOPY);
+	if (sc) {
+		/* As remap_vmalloc_range() marks the other. */
+		ts_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+		vma->vm_ops = &ts_view_vm_ops;
+		return 0;
+	}
 	vma->vm_ops = &ts_map_vm_ops;
 	return remap_vmalloc_range(vma, ts_pub, vma->vm_pgoff);
 }

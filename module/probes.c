@@ -213,6 +213,9 @@ static notrace void ts_probe_exec(void *data, struct task_struct *p,
 {
 	if (READ_ONCE(p->pid) != old_pid && ts_lookup(p))
 		ts_retid(p);
+	/* Leaving a scoped mapping (ts_exec_leave_scope()), once exec'd. */
+	if (ts_lookup(p))
+		ts_exec_leave_scope(p);
 }
 
 /*
@@ -500,5 +503,7 @@ void ts_probes_exit(void)
 	ts_detach_locked();
 	mutex_unlock(&ts_attach_lock);
 	cancel_delayed_work_sync(&ts_detach_work);
+	/* An entry's retirement (table.c) may queue its slot's reuse. */
+	rcu_barrier();
 	rcu_barrier();
 }

@@ -11,13 +11,14 @@
 
 struct file;
 struct taskstate_info;
+struct ts_scope;
 struct vm_area_struct;
 
 void ts_debugfs_init(void);
 void ts_debugfs_exit(void);
 int ts_dev_init(bool track_all);
 void ts_dev_exit(void);
-void ts_map_info(struct taskstate_info *info);
+void ts_map_info(struct taskstate_info *info, const struct ts_scope *sc);
 int ts_dev_mmap(struct file *file, struct vm_area_struct *vma);
 
 #endif /* TASKSTATE_READERS_H */

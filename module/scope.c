@@ -96,8 +96,7 @@ found:
 	sc->user = u;
 	sc->tgid = get_pid(task_tgid(current));
 	sc->cred = get_current_cred();
-	INIT_LIST_HEAD(&sc->owner.owned);
-	sc->owner.user_nr = &u->nr_slots;
+	ts_owner_init(&sc->owner, &u->nr_slots, &u->nr_pages);
 	return sc;
 
 out_free:

@@ -21,6 +21,7 @@ struct ts_user {
 	kuid_t uid;
 	unsigned int nr_scopes;		/* ts_users_mutex */
 	unsigned int nr_slots;		/* ts_lock */
+	unsigned int nr_pages;		/* ts_lock: its descriptors' mappings */
 };
 
 /*

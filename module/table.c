@@ -45,10 +45,37 @@ unsigned int ts_nr_slots;
 unsigned int ts_nr_tracked;		/* written under ts_lock */
 atomic_long_t ts_nr_untracked;
 
+u32 *ts_entry_slot __read_mostly;	/* an entry's slot, readers' */
+
 static DEFINE_RAW_SPINLOCK(ts_lock);
 static u32 *ts_free;			/* stack of free slot indices */
 static unsigned int ts_nr_free;
 static unsigned int ts_hwm;		/* no slot at or above was ever used */
+
+/*
+ * The entries, a page of them at a time (TS_PAGE_ENTRIES), so that a
+ * scoped descriptor's mapping can hold whole pages of its own threads'
+ * entries and no byte of anyone else's (mmap.c).  A page is empty, in
+ * use by anyone (partial, or full and on no list), or a scoped
+ * descriptor's (owner set, on its pages) from when its first thread
+ * needs an entry until it is closed: then no mapping of it remains (a
+ * mapping holds the file).  Only a scoped descriptor's own threads, and
+ * threads tracked from them (fork, ts_entry_claim()), take its entries.
+ * Under ts_lock.
+ */
+struct ts_page {
+	struct list_head node;
+	struct ts_owner *owner;
+	unsigned int view;		/* its page in owner's mapping */
+	unsigned int nr_used;		/* taken, or retired and not freed */
+	unsigned int cap;		/* entries in it: the last may have fewer */
+	DECLARE_BITMAP(used, TS_PAGE_ENTRIES);
+};
+
+static struct ts_page *ts_pages;
+static unsigned int ts_nr_pages;
+static LIST_HEAD(ts_pages_empty);
+static LIST_HEAD(ts_pages_partial);
 
 /**
  * ts_table_init() - allocate the table for @nr_slots threads
@@ -73,7 +100,11 @@ int ts_table_init(unsigned int nr_slots)
 	ts_index.buckets = kvcalloc(1U << ts_index.bits,
 				    sizeof(*ts_index.buckets), GFP_KERNEL);
 	ts_free = kvmalloc_array(nr_slots, sizeof(*ts_free), GFP_KERNEL);
-	if (!ts_slots || !ts_pub || !ts_index.buckets || !ts_free) {
+	ts_entry_slot = kvcalloc(nr_slots, sizeof(*ts_entry_slot), GFP_KERNEL);
+	ts_nr_pages = DIV_ROUND_UP(nr_slots, TS_PAGE_ENTRIES);
+	ts_pages = kvcalloc(ts_nr_pages, sizeof(*ts_pages), GFP_KERNEL);
+	if (!ts_slots || !ts_pub || !ts_index.buckets || !ts_free ||
+	    !ts_entry_slot || !ts_pages) {
 		ts_table_exit();
 		return -ENOMEM;
 	}
@@ -81,6 +112,14 @@ int ts_table_init(unsigned int nr_slots)
 	for (i = 0; i < nr_slots; i++) {
 		ts_free[i] = nr_slots - 1 - i;
 		ts_slots[i].proc = TS_INDEX_NONE;
+		ts_slots[i].retired = TS_INDEX_NONE;
+	}
+	INIT_LIST_HEAD(&ts_pages_empty);
+	INIT_LIST_HEAD(&ts_pages_partial);
+	for (i = 0; i < ts_nr_pages; i++) {
+		ts_pages[i].cap = min_t(unsigned int, TS_PAGE_ENTRIES,
+					nr_slots - i * TS_PAGE_ENTRIES);
+		list_add_tail(&ts_pages[i].node, &ts_pages_empty);
 	}
 	ts_nr_free = nr_slots;
 	ts_nr_slots = nr_slots;
@@ -99,10 +138,14 @@ int ts_table_init(unsigned int nr_slots)
  */
 void ts_table_exit(void)
 {
+	kvfree(ts_pages);
+	kvfree(ts_entry_slot);
 	kvfree(ts_free);
 	kvfree(ts_index.buckets);
 	vfree(ts_pub);
 	kvfree(ts_slots);
+	ts_pages = NULL;
+	ts_entry_slot = NULL;
 	ts_free = NULL;
 	ts_index.buckets = NULL;
 	ts_pub = NULL;
@@ -389,6 +432,212 @@ static void ts_disown_locked(struct ts_slot *s)
 	s->owner = NULL;
 }
 
+/* Pages scoped descriptors hold, all users' together (ts_lock). */
+static unsigned int ts_nr_owned_pages;
+
+/**
+ * ts_view_max_pages() - the pages one scoped descriptor's mapping may hold
+ *
+ * Context: any.
+ * Return: its user's share of the table in whole pages, at least one.
+ */
+unsigned int ts_view_max_pages(void)
+{
+	return DIV_ROUND_UP(ts_user_max(), TS_PAGE_ENTRIES);
+}
+
+/*
+ * An empty page for @owner, the next of its mapping, while its user's
+ * pages stay within the user's share (in whole pages) and all users'
+ * within half the table; NULL otherwise, or if no page is empty.
+ */
+static struct ts_page *ts_page_grab_locked(struct ts_owner *owner)
+{
+	struct ts_page *pg;
+
+	if (owner->closing || owner->nr_pages >= ts_view_max_pages() ||
+	    *owner->user_pages >= ts_view_max_pages() ||
+	    (ts_nr_owned_pages + 1) * TS_PAGE_ENTRIES > ts_unpriv_max())
+		return NULL;
+	pg = list_first_entry_or_null(&ts_pages_empty, struct ts_page, node);
+	if (!pg)
+		return NULL;
+	pg->view = owner->nr_pages++;
+	WRITE_ONCE(pg->owner, owner);
+	list_move_tail(&pg->node, &owner->pages);
+	(*owner->user_pages)++;
+	ts_nr_owned_pages++;
+	return pg;
+}
+
+/* A free entry of @pg, taken. */
+static u32 ts_page_take_locked(struct ts_page *pg)
+{
+	unsigned int bit = find_first_zero_bit(pg->used, pg->cap);
+
+	__set_bit(bit, pg->used);
+	if (++pg->nr_used == pg->cap && !pg->owner)
+		list_del_init(&pg->node);
+	return (pg - ts_pages) * TS_PAGE_ENTRIES + bit;
+}
+
+/*
+ * A free entry in @owner's pages, taking an empty page for it while its
+ * user's pages stay within the user's share (in whole pages) and all
+ * users' within half the table; or, with @owner NULL, in a page no scoped
+ * descriptor holds.  False if there is none: then an owner's thread
+ * takes an entry of the second kind, which its mapping does not show.
+ */
+static bool ts_entry_alloc_locked(struct ts_owner *owner, u32 *e)
+{
+	struct ts_page *pg;
+
+	if (owner) {
+		list_for_each_entry(pg, &owner->pages, node)
+			if (pg->nr_used < pg->cap)
+				goto take;
+		pg = ts_page_grab_locked(owner);
+		if (!pg)
+			return false;
+		goto take;
+	}
+	pg = list_first_entry_or_null(&ts_pages_partial, struct ts_page, node);
+	if (!pg) {
+		pg = list_first_entry_or_null(&ts_pages_empty, struct ts_page,
+					      node);
+		if (!pg)
+			return false;
+		list_move(&pg->node, &ts_pages_partial);
+	}
+take:
+	*e = ts_page_take_locked(pg);
+	return true;
+}
+
+/* Entry @e is free again, a grace period after it was released. */
+static void ts_entry_free_locked(u32 e)
+{
+	struct ts_page *pg = &ts_pages[e / TS_PAGE_ENTRIES];
+	bool was_full = pg->nr_used == pg->cap;
+
+	__clear_bit(e % TS_PAGE_ENTRIES, pg->used);
+	pg->nr_used--;
+	if (pg->owner)
+		return;
+	if (!pg->nr_used)
+		list_move(&pg->node, &ts_pages_empty);
+	else if (was_full)
+		list_add(&pg->node, &ts_pages_partial);
+}
+
+/* The scoped descriptor holding @s's entry's page, or NULL. */
+static struct ts_owner *ts_entry_owner(const struct ts_slot *s)
+{
+	return ts_pages[s->entry / TS_PAGE_ENTRIES].owner;
+}
+
+/**
+ * ts_owner_init() - an empty scoped descriptor's share of the table
+ * @owner: its
+ * @user_nr: its user's count of slots, which its TRACK charges
+ * @user_pages: its user's count of pages, which its mapping charges
+ *
+ * Context: any.
+ */
+void ts_owner_init(struct ts_owner *owner, unsigned int *user_nr,
+		   unsigned int *user_pages)
+{
+	INIT_LIST_HEAD(&owner->owned);
+	INIT_LIST_HEAD(&owner->pages);
+	owner->nr_pages = 0;
+	owner->user_nr = user_nr;
+	owner->user_pages = user_pages;
+	owner->closing = false;
+}
+
+/**
+ * ts_owner_pages_put() - give back a closed descriptor's pages
+ * @owner: its, after ts_untrack_owned()
+ *
+ * No mapping of them is left: a mapping holds the file, and this runs at
+ * its release.  Entries still taken in them (threads root tracks, whose
+ * entries moved in, and entries not freed yet) stay where they are: the
+ * pages are anyone's now, and empty ones may go to another descriptor.
+ *
+ * Context: process context (the descriptor's release); takes ts_lock.
+ */
+void ts_owner_pages_put(struct ts_owner *owner)
+{
+	struct ts_page *pg, *next;
+	unsigned long irqflags;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	list_for_each_entry_safe(pg, next, &owner->pages, node) {
+		pg->owner = NULL;
+		list_del_init(&pg->node);
+		if (!pg->nr_used)
+			list_add_tail(&pg->node, &ts_pages_empty);
+		else if (pg->nr_used < pg->cap)
+			list_add(&pg->node, &ts_pages_partial);
+		(*owner->user_pages)--;
+		ts_nr_owned_pages--;
+	}
+	owner->nr_pages = 0;
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+}
+
+/**
+ * ts_view_index() - where a scoped descriptor's mapping shows an entry
+ * @owner: the descriptor's
+ * @e: the entry, a held slot's (rcu_read_lock())
+ *
+ * Context: under rcu_read_lock().
+ * Return: @e's index in @owner's mapping, or TASKSTATE_LOCATE_NONE if its
+ * page is not @owner's.
+ */
+u32 ts_view_index(const struct ts_owner *owner, u32 e)
+{
+	const struct ts_page *pg = &ts_pages[e / TS_PAGE_ENTRIES];
+
+	/* A page stays its owner's while the owner's descriptor is open. */
+	if (READ_ONCE(pg->owner) != owner)
+		return TASKSTATE_LOCATE_NONE;
+	return READ_ONCE(pg->view) * TS_PAGE_ENTRIES + e % TS_PAGE_ENTRIES;
+}
+
+/**
+ * ts_view_page() - the table's page behind a page of a scoped mapping
+ * @owner: the descriptor's
+ * @pgoff: the page's offset in its mapping
+ *
+ * The page @owner holds there, given to it now (with those before it) if
+ * it holds none yet: a page is a descriptor's from its first thread's
+ * entry or its first read, whichever comes first, so that a page a
+ * reader has seen never changes hands under it.
+ *
+ * Context: process context (a page fault); takes ts_lock.
+ * Return: the page's number in ts_pub[], or -1 if @owner holds none there
+ * and may not take one (its user's share, all users' half).
+ */
+int ts_view_page(struct ts_owner *owner, unsigned long pgoff)
+{
+	unsigned long irqflags;
+	struct ts_page *pg;
+	int ret = -1;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	while (owner->nr_pages <= pgoff && ts_page_grab_locked(owner))
+		;
+	list_for_each_entry(pg, &owner->pages, node) {
+		if (pg->view == pgoff) {
+			ret = pg - ts_pages;
+			break;
+		}
+	}
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	return ret;
+}
+
 /*
  * @s leaves its process's record, taking its totals up to now into
  * exited_ns: it was freed, or untracked by UNTRACK (uapi: both count).
@@ -490,10 +739,11 @@ static void ts_proc_leave_locked(struct ts_slot *s)
  * -EDQUOT past @owner's user's share or all users' half.
  */
 static int ts_insert_locked(struct task_struct *t, unsigned int flags,
-			    struct ts_owner *owner)
+			    struct ts_owner *owner, struct ts_owner *place)
 {
 	struct ts_slot *s = ts_lookup(t);
 	unsigned int idx;
+	u32 e;
 
 	if (s) {
 		if (owner && s->owner != owner)
@@ -513,15 +763,24 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags,
 	if (owner && (owner->closing || ts_nr_owned >= ts_unpriv_max() ||
 		      *owner->user_nr >= ts_user_max()))
 		return -EDQUOT;
+	/*
+	 * In the pages of the descriptor it is tracked for, or the one its
+	 * creator's entry is in (@place), where there is room.
+	 */
+	if (!(place && ts_entry_alloc_locked(place, &e)) &&
+	    !ts_entry_alloc_locked(NULL, &e))
+		return -ENOSPC;
 	idx = ts_free[--ts_nr_free];
 	WRITE_ONCE(ts_hwm, max(ts_hwm, idx + 1));
 	s = &ts_slots[idx];
 	s->flags = flags;
 	s->ticket = ++ts_inserts;
-	ts_word_store(&ts_pub[idx].word, 0);
-	ts_pub_take(&ts_pub[idx], READ_ONCE(t->pid));
+	s->entry = e;
+	WRITE_ONCE(ts_entry_slot[e], idx);
+	ts_word_store(&ts_pub[e].word, 0);
+	ts_pub_take(&ts_pub[e], READ_ONCE(t->pid));
 	WRITE_ONCE(s->task, t);
-	s->way = ts_index_insert(&ts_index, t, idx);
+	s->way = ts_index_insert(&ts_index, t, e);
 	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked + 1);
 	s->proc = TS_INDEX_NONE;
 	memset(s->base_ns, 0, sizeof(s->base_ns));
@@ -592,7 +851,7 @@ int ts_track(struct task_struct *t, unsigned int flags,
 	int ret;
 
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
-	ret = ts_insert_locked(t, flags, owner);
+	ret = ts_insert_locked(t, flags, owner, owner);
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	/*
 	 * Pairs with the smp_mb() in the task_newtask probe: either the
@@ -631,23 +890,29 @@ int ts_track(struct task_struct *t, unsigned int flags,
 void ts_track_child(struct task_struct *child, struct task_struct *parent,
 		    bool all)
 {
-	struct ts_owner *owner = NULL;
+	struct ts_owner *owner = NULL, *place = NULL;
 	unsigned long irqflags;
 	struct ts_slot *s;
 
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	s = ts_lookup(parent);
 	if (!all) {
-		s = ts_lookup(parent);
 		if (!s || !(s->flags & TS_SLOT_INHERIT))
 			goto out_unlock;
 		/* Inherited from a scoped descriptor's slot: its, charged. */
 		owner = s->owner;
 	}
 	/*
+	 * Its entry goes where its creator's is, a scoped descriptor's
+	 * pages if there is room, so that the mapping that shows a thread
+	 * shows the threads it starts.
+	 */
+	place = owner ?: (s ? ts_entry_owner(s) : NULL);
+	/*
 	 * A user past its share, or a descriptor being closed (-EDQUOT), is
 	 * not the table full: not counted.
 	 */
-	if (ts_insert_locked(child, TS_SLOT_INHERIT, owner) == -ENOSPC)
+	if (ts_insert_locked(child, TS_SLOT_INHERIT, owner, place) == -ENOSPC)
 		atomic_long_inc(&ts_nr_untracked);
 out_unlock:
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
@@ -838,9 +1103,11 @@ void ts_snapshot(struct task_struct *t, u64 upto)
 /*
  * Unlink @s, @t's slot: out of its record, its owner's list and the
  * index, its entry released.  Caller holds ts_lock, and reuses the slot
- * a grace period later (ts_slot_reuse()).
+ * a grace period later (ts_slot_reuse()) if this returns true; else the
+ * entry it left when it last moved is waiting for its grace period
+ * (ts_entry_retire()), which then queues the reuse.
  */
-static void ts_release_locked(struct ts_slot *s, struct task_struct *t)
+static bool ts_release_locked(struct ts_slot *s, struct task_struct *t)
 {
 	ts_proc_leave_locked(s);
 	ts_disown_locked(s);
@@ -848,6 +1115,7 @@ static void ts_release_locked(struct ts_slot *s, struct task_struct *t)
 	WRITE_ONCE(s->task, NULL);
 	ts_pub_release(ts_slot_pub(s));
 	WRITE_ONCE(ts_nr_tracked, ts_nr_tracked - 1);
+	return s->retired == TS_INDEX_NONE;
 }
 
 static void ts_slot_reuse(struct rcu_head *head)
@@ -857,11 +1125,186 @@ static void ts_slot_reuse(struct rcu_head *head)
 	unsigned long irqflags;
 
 	/* No probe or reader can hold the slot any more: empty it. */
-	ts_pub_reset(&ts_pub[idx]);
+	ts_pub_reset(&ts_pub[s->entry]);
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	ts_index_free(&ts_index, s->way);
+	ts_entry_free_locked(s->entry);
 	ts_free[ts_nr_free++] = idx;
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+}
+
+/*
+ * A grace period after @s's entry moved (ts_entry_move_locked()): no
+ * probe or reader holds the entry it left any more.  Empty and free it;
+ * if the slot was released meanwhile, its reuse, which waited for this,
+ * follows a grace period after.
+ */
+static void ts_entry_retire(struct rcu_head *head)
+{
+	struct ts_slot *s = container_of(head, struct ts_slot, rcu);
+	unsigned long irqflags;
+	bool reuse;
+
+	ts_pub_reset(&ts_pub[s->retired]);
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	ts_entry_free_locked(s->retired);
+	s->retired = TS_INDEX_NONE;
+	reuse = !s->task;
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	if (reuse)
+		ts_call_rcu(&s->rcu, ts_slot_reuse);
+}
+
+/*
+ * Move @s's entry into @owner's pages (NULL: anyone's), the word and
+ * totals copied whole.  The caller makes sure that nothing writes them
+ * meanwhile (ts_entry_claim(), ts_exec_leave_scope()).  Readers that
+ * located the old entry see its gen change, and locate again; the index
+ * points at the new one before the old is released.  The old one is
+ * freed a grace period later: the caller queues ts_entry_retire() on
+ * @s->rcu, after dropping ts_lock, if this returns 0.  -EAGAIN if @s
+ * moved within a grace period, -ENOSPC if @owner has no room.
+ */
+static int ts_entry_move_locked(struct ts_slot *s, struct ts_owner *owner)
+{
+	u32 from = s->entry, to;
+	struct ts_pub *f, *n;
+	unsigned int i;
+
+	if (s->retired != TS_INDEX_NONE)
+		return -EAGAIN;
+	if (!ts_entry_alloc_locked(owner, &to))
+		return -ENOSPC;
+	f = &ts_pub[from];
+	n = &ts_pub[to];
+	ts_word_store(&n->word, ts_word_load(&f->word));
+	ts_u64_store(&n->start_ns, ts_u64_load(&f->start_ns));
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		ts_u64_store(&n->state_ns[i], ts_u64_load(&f->state_ns[i]));
+	WRITE_ONCE(ts_entry_slot[to], s - ts_slots);
+	ts_pub_take(n, READ_ONCE(f->tid));
+	smp_wmb();	/* the entry and its slot, then the index */
+	ts_index_set(&ts_index, s->way, to);
+	WRITE_ONCE(s->entry, to);
+	ts_pub_release(f);
+	s->retired = from;
+	return 0;
+}
+
+/**
+ * ts_entry_claim() - bring a thread's entry into a scoped descriptor's pages
+ * @t: the thread, which the descriptor sees
+ * @owner: the descriptor's
+ *
+ * For a scoped LOCATE: move @t's entry into @owner's pages, where its
+ * mapping shows it, if nothing can write the entry while it moves.  Only
+ * the scheduler's own events for @t write it (the probes), and none can
+ * happen here when:
+ *
+ *  - @t is current: interrupts are off, so it cannot switch, and a
+ *    wakeup of current (ttwu's p == current path, or a remote
+ *    ttwu_runnable()) finds RUNNING in its word, which the switch-in
+ *    wrote, and writes nothing (ts_pub_set());
+ *  - @t sleeps: its pi_lock is held, which try_to_wake_up() takes before
+ *    anything else and holds while it fires sched_waking and changes
+ *    __state to TASK_WAKING, and @t is in neither TASK_RUNNING nor
+ *    TASK_WAKING (a wakeup queued on another CPU's list fires
+ *    sched_wakeup there without pi_lock, in that state), off its run
+ *    queue (on_rq: also a 6.12 delayed dequeue, and 7.x's proxy
+ *    execution's blocked tasks, which stay queued), and off its CPU
+ *    (on_cpu, read with acquire: its switch-out's probe, which runs
+ *    before finish_task() clears on_cpu, is done).  The reads are
+ *    ordered as try_to_wake_up() orders them (6.1 kernel/sched/core.c).
+ *
+ * The next event's probe looks the index up after this (it follows the
+ * unlock of pi_lock, or is current's own), so it writes the new entry.
+ * A thread running on another CPU, or waiting for one, cannot move now.
+ *
+ * Context: process context, under rcu_read_lock(); takes @t's pi_lock
+ * and ts_lock.
+ * Return: 0 if @t's entry is in @owner's pages now, -EAGAIN if it cannot
+ * move now, -ENOSPC if @owner has no room, -ESRCH if @t is not tracked.
+ */
+int ts_entry_claim(struct task_struct *t, struct ts_owner *owner)
+{
+	struct ts_slot *s = NULL;
+	unsigned long irqflags;
+	bool moved = false;
+	int ret = -EAGAIN;
+
+	raw_spin_lock_irqsave(&t->pi_lock, irqflags);
+	if (t != current) {
+		unsigned int state;
+
+		smp_mb__after_spinlock();
+		state = ts_task_state(t);
+		if (state == TASK_RUNNING || state == TASK_WAKING)
+			goto out;
+		smp_rmb();	/* as try_to_wake_up(): __state, then on_rq */
+		if (READ_ONCE(t->on_rq))
+			goto out;
+		smp_rmb();	/* on_rq, then on_cpu */
+		if (smp_load_acquire(&t->on_cpu))
+			goto out;
+	}
+	raw_spin_lock(&ts_lock);
+	s = ts_lookup(t);
+	if (!s)
+		ret = -ESRCH;
+	else if (ts_entry_owner(s) == owner)
+		ret = 0;
+	else
+		moved = !(ret = ts_entry_move_locked(s, owner));
+	raw_spin_unlock(&ts_lock);
+out:
+	raw_spin_unlock_irqrestore(&t->pi_lock, irqflags);
+	/* A release meanwhile left the slot's reuse to ts_entry_retire(). */
+	if (moved)
+		ts_call_rcu(&s->rcu, ts_entry_retire);
+	return ret;
+}
+
+/**
+ * ts_exec_leave_scope() - take an exec'd thread out of a scoped mapping
+ * @t: current, which has just exec'd a program (sched_process_exec)
+ *
+ * A thread whose entry is in a scoped descriptor's pages and that exec'd
+ * a set-user-ID or set-group-ID program (or one with file capabilities),
+ * which left it not dumpable (begin_new_exec() with bprm->secureexec or
+ * changed ids) or with ids that differ, leaves the descriptor's scope
+ * (scope.c) and its mapping: its entry moves to a page no descriptor
+ * holds, by ts_entry_move_locked(), which is safe for current with
+ * interrupts off (ts_entry_claim()).  A plain exec stays.  An entry that
+ * moved within a grace period, or a table with no room elsewhere, leaves
+ * the thread untracked rather than shown: -EAGAIN and -ENOSPC from the
+ * move end its tracking here.
+ *
+ * Context: the sched_process_exec probe; takes ts_lock.
+ */
+void ts_exec_leave_scope(struct task_struct *t)
+{
+	const struct cred *c = current_cred();
+	unsigned long irqflags;
+	struct ts_slot *s;
+	bool moved = false, gone = false;
+
+	if (ts_task_dumpable(t) && uid_eq(c->uid, c->euid) &&
+	    uid_eq(c->uid, c->suid) && uid_eq(c->uid, c->fsuid) &&
+	    gid_eq(c->gid, c->egid) && gid_eq(c->gid, c->sgid) &&
+	    gid_eq(c->gid, c->fsgid))
+		return;
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	s = ts_lookup(t);
+	if (s && ts_entry_owner(s)) {
+		moved = !ts_entry_move_locked(s, NULL);
+		if (!moved)
+			gone = ts_release_locked(s, t);
+	}
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	if (moved)
+		ts_call_rcu(&s->rcu, ts_entry_retire);
+	if (gone)
+		ts_call_rcu(&s->rcu, ts_slot_reuse);
 }
 
 /**
@@ -881,15 +1324,16 @@ bool ts_untrack(struct task_struct *t, const struct ts_owner *owner)
 {
 	unsigned long irqflags;
 	struct ts_slot *s;
+	bool reuse = false;
 
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	s = ts_lookup(t);
 	if (s && owner && s->owner != owner)
 		s = NULL;
 	if (s)
-		ts_release_locked(s, t);
+		reuse = ts_release_locked(s, t);
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
-	if (s)
+	if (reuse)
 		ts_call_rcu(&s->rcu, ts_slot_reuse);
 	return s;
 }
@@ -908,6 +1352,7 @@ void ts_untrack_owned(struct ts_owner *owner)
 {
 	unsigned long irqflags;
 	struct ts_slot *s;
+	bool reuse;
 
 	for (;;) {
 		raw_spin_lock_irqsave(&ts_lock, irqflags);
@@ -915,11 +1360,12 @@ void ts_untrack_owned(struct ts_owner *owner)
 		s = list_first_entry_or_null(&owner->owned, struct ts_slot,
 					     owner_node);
 		if (s)
-			ts_release_locked(s, s->task);
+			reuse = ts_release_locked(s, s->task);
 		raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 		if (!s)
 			break;
-		ts_call_rcu(&s->rcu, ts_slot_reuse);
+		if (reuse)
+			ts_call_rcu(&s->rcu, ts_slot_reuse);
 		cond_resched();
 	}
 }
@@ -1165,8 +1611,9 @@ bool ts_view_slot(unsigned int idx, struct pid_namespace *ns,
 		v->tgid = task_tgid_nr_ns(t, ns);
 		/* Totals not readable now: the word, invalid totals (uapi). */
 		if (!ts_totals ||
-		    !ts_pub_read(&ts_pub[idx], &v->word, &v->totals)) {
-			v->word = ts_word_load(&ts_pub[idx].word);
+		    !ts_pub_read(ts_slot_pub(&ts_slots[idx]), &v->word,
+				 &v->totals)) {
+			v->word = ts_word_load(&ts_slot_pub(&ts_slots[idx])->word);
 			memset(&v->totals, 0, sizeof(v->totals));
 		}
 		/*

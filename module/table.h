@@ -13,14 +13,21 @@
 #include "index.h"
 
 /*
- * The slots one scoped descriptor (scope.c) inserted, charged to its
- * user, whose count all that user's descriptors share.  Under ts_lock.
+ * The slots one scoped descriptor (scope.c) inserted, and the pages of
+ * entries it holds (its mapping, mmap.c), each charged to its user, whose
+ * counts all that user's descriptors share.  Under ts_lock.
  */
 struct ts_owner {
 	struct list_head owned;		/* ts_slot.owner_node */
+	struct list_head pages;		/* ts_page.node, in view order */
+	unsigned int nr_pages;		/* on pages: its mapping's pages */
 	unsigned int *user_nr;		/* the user's slots, all descriptors */
+	unsigned int *user_pages;	/* the user's pages, all descriptors */
 	bool closing;			/* inserts refused: being closed */
 };
+
+/* Entries in a page of the mapping. */
+#define TS_PAGE_ENTRIES		(PAGE_SIZE / sizeof(struct ts_pub))
 
 /* The slot's task was tracked with its future threads and children. */
 #define TS_SLOT_INHERIT		0x1
@@ -56,6 +63,14 @@ struct ts_proc {
 struct ts_slot {
 	struct task_struct *task;	/* owner, NULL while free; ts_lock */
 	u32 way;			/* in ts_index, until the slot's reuse */
+	/*
+	 * Its entry in ts_pub[], which the index maps the task to; it moves
+	 * into a scoped descriptor's pages (ts_entry_claim()).  The one it
+	 * left, retired, is freed a grace period later, with rcu: until
+	 * then the slot's own reuse waits (TS_INDEX_NONE: none).  ts_lock.
+	 */
+	u32 entry;
+	u32 retired;
 	unsigned int flags;		/* TS_SLOT_*, under ts_lock */
 	u64 ticket;			/* its insert's number, ts_snapshot() */
 	struct rcu_head rcu;		/* defers reuse past lockless readers */
@@ -89,6 +104,7 @@ struct ts_slot {
 
 extern struct ts_slot *ts_slots;
 extern struct ts_pub *ts_pub;
+extern u32 *ts_entry_slot;
 extern struct ts_index ts_index;
 extern unsigned int ts_nr_slots;
 extern unsigned int ts_nr_tracked;
@@ -110,8 +126,13 @@ static __always_inline struct ts_slot *ts_lookup(const struct task_struct *t)
 {
 	u32 idx = ts_index_find(&ts_index, t);
 
-	/* The slot's address only: a switch does not touch the slot. */
-	return idx == TS_INDEX_NONE ? NULL : &ts_slots[idx];
+	/*
+	 * The index holds the entry; its slot is stored before the index
+	 * points at it (ts_insert_locked(), ts_entry_move_locked()), and
+	 * this load depends on that one.  A retired entry keeps its slot.
+	 */
+	return idx == TS_INDEX_NONE ? NULL :
+	       &ts_slots[READ_ONCE(ts_entry_slot[idx])];
 }
 
 /**
@@ -123,7 +144,7 @@ static __always_inline struct ts_slot *ts_lookup(const struct task_struct *t)
  */
 static __always_inline struct ts_pub *ts_slot_pub(const struct ts_slot *s)
 {
-	return &ts_pub[s - ts_slots];
+	return &ts_pub[READ_ONCE(s->entry)];
 }
 
 /**
@@ -176,6 +197,14 @@ void ts_proc_join(struct task_struct *t, const struct ts_owner *owner);
 bool ts_untrack(struct task_struct *t, const struct ts_owner *owner);
 void ts_untrack_owned(struct ts_owner *owner);
 unsigned int ts_owned_by_user(const struct ts_owner *owner);
+void ts_owner_init(struct ts_owner *owner, unsigned int *user_nr,
+		   unsigned int *user_pages);
+void ts_owner_pages_put(struct ts_owner *owner);
+int ts_entry_claim(struct task_struct *t, struct ts_owner *owner);
+void ts_exec_leave_scope(struct task_struct *t);
+u32 ts_view_index(const struct ts_owner *owner, u32 e);
+int ts_view_page(struct ts_owner *owner, unsigned long pgoff);
+unsigned int ts_view_max_pages(void);
 unsigned int ts_user_max(void);
 unsigned int ts_unpriv_max(void);
 void ts_track_existing(u64 probes_since);

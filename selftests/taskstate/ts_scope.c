@@ -876,13 +876,189 @@ TEST_F(scope, a_user_stops_at_its_share_and_root_still_tracks)
 	unpark(&p);
 }
 
-TEST_F(scope, scoped_descriptor_does_not_map)
+/* @tid's location through @fd, if its entry is in @fd's mapping. */
+static bool located(int fd, pid_t tid, struct taskstate_location *l)
 {
-	void *m = mmap(NULL, self->info.map_size, PROT_READ, MAP_SHARED,
-		       self->fd, 0);
+	return locate(fd, tid, l) == 1 && l->index != TASKSTATE_LOCATE_NONE;
+}
 
-	EXPECT_TRUE(m == MAP_FAILED);
-	EXPECT_EQ(EPERM, errno);
+/* The same, trying for 5 s: a thread on a CPU cannot move (uapi). */
+static bool located_soon(int fd, pid_t tid, struct taskstate_location *l)
+{
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		if (located(fd, tid, l))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * Read every byte of a scoped mapping, and every entry a thread owns in
+ * it, which must be one of the @nr in @own (the scope's threads, located
+ * through it): any other is a thread the scope may not see.  Returns the
+ * owned entries, or -1 for a stranger.
+ */
+static int scan_for_strangers(struct __test_metadata *_metadata,
+			      const struct taskstate_mapping *m,
+			      const struct taskstate_location *own, int nr)
+{
+	const volatile unsigned char *p = (const void *)m->entries;
+	unsigned long sum = 0;
+	uint32_t i, tid, gen;
+	int j, owned = 0;
+	uint64_t word;
+	size_t b;
+
+	for (b = 0; b < m->size; b++)
+		sum += p[b];
+	TH_LOG("%zu bytes read, %u entries", m->size, m->nr);
+	for (i = 0; i < m->nr; i++) {
+		if (taskstate_mapping_scan(m, i, &tid, &word, &gen))
+			continue;
+		for (j = 0; j < nr; j++)
+			if (own[j].index == i && own[j].gen == gen)
+				break;
+		if (j == nr) {
+			TH_LOG("entry %u: tid %u, gen %u, word %#llx: no thread of the scope's (sum %lu)",
+			       i, tid, gen, (unsigned long long)word, sum);
+			return -1;
+		}
+		owned++;
+	}
+	return owned;
+}
+
+TEST_F(scope, mapping_shows_its_threads_live)
+{
+	struct taskstate_location own[2];
+	struct taskstate_mapping m;
+	struct taskstate_totals t;
+	struct taskstate_entry e;
+	uint64_t w1, w2 = 0;
+	bool all = track_all_on(self->fd);
+	int fds[2], i;
+	pid_t pid;
+
+	if (!all)
+		ASSERT_EQ(0, track(self->fd, TASKSTATE_IOC_TRACK, getpid(),
+				   TASKSTATE_TRACK_PROCESS, NULL));
+	pid = waiting_child(fds);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(0, taskstate_mapping_open(self->fd, &m));
+	EXPECT_EQ(m.size / sizeof(struct taskstate_map_entry), m.nr);
+	/* This thread moves itself; the child asleep in read() is moved. */
+	ASSERT_TRUE(located(self->fd, getpid(), &own[0]));
+	ASSERT_TRUE(located_soon(self->fd, pid, &own[1]));
+	ASSERT_EQ(0, taskstate_mapping_read(&m, &own[0], &w1, NULL));
+	EXPECT_EQ(TASKSTATE_RUNNING, taskstate_state(w1));
+	for (i = 0; i < 500; i++) {
+		ASSERT_EQ(0, taskstate_mapping_read(&m, &own[1], &w1, &t));
+		if (taskstate_state(w1) == TASKSTATE_SLEEPING)
+			break;
+		usleep(10000);
+	}
+	EXPECT_EQ(TASKSTATE_SLEEPING, taskstate_state(w1));
+	/* Live: woken by a byte, the child sleeps again, from a later time. */
+	usleep(20000);
+	ASSERT_EQ(1, write(fds[1], "x", 1));
+	for (i = 0; i < 500; i++) {
+		ASSERT_EQ(0, taskstate_mapping_read(&m, &own[1], &w2, &t));
+		if (taskstate_state(w2) == TASKSTATE_SLEEPING &&
+		    taskstate_since_ns(w2) != taskstate_since_ns(w1))
+			break;
+		usleep(10000);
+	}
+	EXPECT_EQ(TASKSTATE_SLEEPING, taskstate_state(w2));
+	EXPECT_LT(taskstate_since_ns(w1), taskstate_since_ns(w2));
+	/* The word the ioctls give, from the same entry. */
+	ASSERT_EQ(1, sample(self->fd, pid, &e, &t));
+	EXPECT_EQ(w2, e.word);
+	EXPECT_EQ(2, scan_for_strangers(_metadata, &m, own, 2));
+	taskstate_mapping_close(&m);
+	end_child(pid, fds[1]);
+}
+
+/*
+ * With threads outside the scope tracked (track_all, or root's TRACK of
+ * the sibling and of the harness), a scan of the whole mapping finds this
+ * process's entry and nothing else, and they cannot be brought in.
+ */
+TEST_F(scope, mapping_holds_no_foreign_entry)
+{
+	struct taskstate_location own[1], l;
+	struct taskstate_mapping m;
+
+	if (self->root_fd >= 0) {
+		EXPECT_TRUE(root_tracks(self->root_fd, sibling));
+		EXPECT_TRUE(root_tracks(self->root_fd, getppid()));
+	}
+	if (!track_all_on(self->fd))
+		ASSERT_EQ(0, track(self->fd, TASKSTATE_IOC_TRACK, getpid(), 0,
+				   NULL));
+	ASSERT_EQ(0, taskstate_mapping_open(self->fd, &m));
+	ASSERT_TRUE(located(self->fd, getpid(), &own[0]));
+	EXPECT_EQ(0, locate(self->fd, sibling, &l));
+	EXPECT_EQ(TASKSTATE_LOCATE_NONE, l.index);
+	EXPECT_EQ(0, locate(self->fd, getppid(), &l));
+	EXPECT_EQ(TASKSTATE_LOCATE_NONE, l.index);
+	EXPECT_EQ(1, scan_for_strangers(_metadata, &m, own, 1));
+	taskstate_mapping_close(&m);
+	root_untracks(self->root_fd, sibling);
+	root_untracks(self->root_fd, getppid());
+}
+
+TEST_F(scope, set_user_id_exec_leaves_the_mapping)
+{
+	const char *suid = getenv("TS_SUID_SELF");
+	struct taskstate_location own[1], child;
+	struct taskstate_mapping m;
+	int gate[2];
+	uint64_t w;
+	struct stat st;
+	pid_t pid;
+	char c;
+
+	if (!suid || stat(suid, &st) || !(st.st_mode & S_ISUID) ||
+	    st.st_uid == getuid())
+		SKIP(return, "no set-user-ID copy of this program owned by another user (TS_SUID_SELF)");
+	if (!track_all_on(self->fd))
+		ASSERT_EQ(0, track(self->fd, TASKSTATE_IOC_TRACK, getpid(),
+				   TASKSTATE_TRACK_PROCESS, NULL));
+	ASSERT_EQ(0, taskstate_mapping_open(self->fd, &m));
+	ASSERT_TRUE(located(self->fd, getpid(), &own[0]));
+	ASSERT_EQ(0, pipe(gate));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(gate[1]);
+		if (read(gate[0], &c, 1) != 1)
+			_exit(1);
+		execl(suid, "ts_scope", "--pause", (char *)NULL);
+		_exit(127);
+	}
+	close(gate[0]);
+	ASSERT_TRUE(located_soon(self->fd, pid, &child));
+	ASSERT_EQ(0, taskstate_mapping_read(&m, &child, &w, NULL));
+	ASSERT_EQ(1, write(gate[1], "x", 1));
+	close(gate[1]);
+	ASSERT_TRUE(wait_comm(pid, strrchr(suid, '/') ? strrchr(suid, '/') + 1 : suid));
+	if (euid_of(pid) == (long)getuid()) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		taskstate_mapping_close(&m);
+		SKIP(return, "the set-user-ID bit is ignored here (nosuid, or its owner is not mapped in this user namespace)");
+	}
+	/* Its entry moved out at the exec: gone from the mapping. */
+	EXPECT_EQ(-ESRCH, taskstate_mapping_read(&m, &child, &w, NULL));
+	EXPECT_EQ(1, scan_for_strangers(_metadata, &m, own, 1));
+	if (self->root_fd >= 0 && track_all_on(self->root_fd))
+		EXPECT_TRUE(seen(self->root_fd, pid));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	taskstate_mapping_close(&m);
 }
 
 /*

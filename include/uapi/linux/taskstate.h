@@ -58,7 +58,7 @@
  * to the opener's user (ENOSPC past its share, INFO's
  * scope_max_threads), and they end when the descriptor's last holder
  * closes it; a scoped UNTRACK ends only what it tracked.  A scoped
- * descriptor cannot map (EPERM).
+ * descriptor maps only its own pages ("DOC: The mapping").
  */
 
 #define TASKSTATE_ABI_VERSION	1
@@ -445,8 +445,15 @@ struct taskstate_location {
  *
  * Where threads are in the mapping ("DOC: The mapping").  A tid that is
  * unknown, gone or untracked gets tgid 0, index TASKSTATE_LOCATE_NONE
- * and gen 0; it does not fail the call.  Any holder of the device may
- * locate; only mapping is restricted.  Returns @found.  Errors: E2BIG.
+ * and gen 0; it does not fail the call.  Through a scoped descriptor the
+ * index is in that descriptor's mapping, and LOCATE moves the thread's
+ * entry there if it can: always for the calling thread and for a thread
+ * that sleeps; not for one that is running on another CPU or waiting
+ * for one, nor past the user's share of pages; such a thread gets its
+ * tgid with index TASKSTATE_LOCATE_NONE and gen 0, is not counted in
+ * @found, and may be located again (a thread can always locate itself).
+ * A moved entry's old (index, gen) reads as gone.  Returns @found.
+ * Errors: E2BIG.
  */
 struct taskstate_locate {
 	__u32 size;
@@ -470,11 +477,25 @@ struct taskstate_locate {
  * Optional fields are announced in map_flags, without a new layout.
  * Nothing else is in the pages: the rest of the last page is zero.
  *
+ * A scoped descriptor (see the top of this header) maps its own pages
+ * instead: map_entries entries again, at its own indices (LOCATE's
+ * through it), holding the entries of the threads it tracks and locates
+ * and of their new threads and children, and no byte of any other
+ * thread's entry: a page is the descriptor's from its first use (an
+ * entry, or a read) until it is closed, and reads as zero where no
+ * thread owns an entry.  Its map_size is its user's share in whole pages;
+ * a page past what that user's open descriptors may hold reads as
+ * SIGBUS.  A thread that execs a set-user-ID or set-group-ID program
+ * leaves it (its gen changes); one that calls prctl(PR_SET_DUMPABLE, 0)
+ * leaves the ioctls' scope at once but the mapping only at its next
+ * exec or its end.
+ *
  * Rules (errno of mmap() in brackets):
- *  - A privileged descriptor: /dev/taskstate opened with CAP_PERFMON or
- *    CAP_SYS_ADMIN [EPERM for a scoped one].
- *  - Only a caller in the initial pid namespace maps [EPERM]: the tids in
- *    the entries are that namespace's.  Elsewhere use the ioctls.
+ *  - A privileged descriptor maps every entry; a scoped one its own.
+ *  - Only a caller in the initial pid namespace maps a privileged
+ *    descriptor [EPERM]: the tids in the entries are that namespace's.
+ *    A scoped descriptor maps in any pid namespace, its entries' tids
+ *    still the initial namespace's: use LOCATE's answer, not the tid.
  *  - MAP_SHARED and read-only: PROT_WRITE or PROT_EXEC [EACCES], and
  *    mprotect() to either later [EACCES]; MAP_PRIVATE [EINVAL].
  *  - Offset and length within map_size, offset a page multiple [EINVAL].
