@@ -63,7 +63,7 @@ setup() {
 	case $1 in
 	N) ;;
 	E|T) ts_load "$COUNT_KO" track_all=0 ;;
-	A) ts_load "$COUNT_KO" track_all=1 ;;
+	A|S) ts_load "$COUNT_KO" track_all=1 ;;
 	z) ts_load "$COUNT_KO" track_all=1 totals=0 ;;
 	# On CPU 0: only its programs run on the benchmark's CPU.
 	B) BPFTRACE_MAP_KEYS_MAX=65536 tracer_start taskset -c 0 bpftrace "$COUNT_BT" ;;
@@ -97,15 +97,20 @@ for cfg in $COUNT_CONFIGS; do
 		args=()
 		case $cfg.$op in
 		[NEzBL].sample|[NEzBL].mapread|[NEzBL].debugfs) continue ;;
+		# As nobody: its own descriptor is scoped; no debugfs.
+		S.debugfs|S.fork|S.thread) continue ;;
 		esac
 		[ "$cfg" = T ] && args+=(--track)
+		run=("$bin/count")
+		[ "$cfg" = S ] &&
+			run=(setpriv --reuid=65534 --regid=65534 --clear-groups "$bin/count")
 		# shellcheck disable=SC2086
 		case $op in
 		fork|thread) set -- $COUNT_LONG 20 ;;
 		debugfs) set -- $COUNT_DEBUGFS 2 ;;
 		*) set -- 1 "$COUNT_SPANS" 20 ;;
 		esac
-		"$bin/count" "${args[@]}" --warm "$3" "$op" "$1" "$2" > /tmp/count.log 2>&1 ||
+		"${run[@]}" "${args[@]}" --warm "$3" "$op" "$1" "$2" > /tmp/count.log 2>&1 ||
 			{ cat /tmp/count.log; die "count $cfg $op"; }
 		"$bin/count" --dump
 		echo "$cfg $op $1 $2" >> "$out/manifest.txt"

@@ -278,6 +278,16 @@ static inline bool ts_task_on_cpu(const struct task_struct *t)
 #endif
 }
 
+/* The same, read with acquire (try_to_wake_up()'s wait for it). */
+static inline bool ts_task_on_cpu_acquire(const struct task_struct *t)
+{
+#ifdef CONFIG_SMP
+	return smp_load_acquire(&t->on_cpu);
+#else
+	return t == current;
+#endif
+}
+
 /*
  * Is @t dumpable by its owner (SUID_DUMP_USER), as ptrace asks?  7.x
  * keeps that per task (task_struct.exec_state, RCU), mm or not.  Before,
@@ -293,7 +303,24 @@ static inline bool ts_task_dumpable(struct task_struct *t)
 
 	return es && READ_ONCE(es->dumpable) == TASK_DUMPABLE_OWNER;
 }
+
+/* The same for current, from a tracepoint: no lock to take. */
+static inline bool ts_current_dumpable(void)
+{
+	bool dumpable;
+
+	rcu_read_lock();
+	dumpable = ts_task_dumpable(current);
+	rcu_read_unlock();
+	return dumpable;
+}
 #else
+/* current's mm is its own: no task_lock() (a spinlock_t) needed. */
+static inline bool ts_current_dumpable(void)
+{
+	return current->mm && get_dumpable(current->mm) == SUID_DUMP_USER;
+}
+
 static inline bool ts_task_dumpable(struct task_struct *t)
 {
 	bool dumpable;

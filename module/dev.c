@@ -78,14 +78,24 @@ static struct ts_owner *ts_owner_of(struct ts_scope *sc)
  * found", and so it is.  A thread outside @sc is not found either, as a
  * tid that names nothing: nothing tells the two apart.
  */
-static struct ts_slot *ts_slot_of(const struct ts_scope *sc, u32 tid,
-				  struct pid_namespace *ns, u32 *tgid)
+static struct ts_slot *ts_slot_task_of(const struct ts_scope *sc, u32 tid,
+				       struct pid_namespace *ns, u32 *tgid,
+				       struct task_struct **task)
 {
 	struct task_struct *t = ts_task_of(tid, ns, PIDTYPE_PID);
 	struct ts_slot *s = t && ts_scope_sees(sc, t) ? ts_lookup(t) : NULL;
 
 	*tgid = s ? task_tgid_nr_ns(t, ns) : 0;
+	*task = t;
 	return *tgid ? s : NULL;
+}
+
+static struct ts_slot *ts_slot_of(const struct ts_scope *sc, u32 tid,
+				  struct pid_namespace *ns, u32 *tgid)
+{
+	struct task_struct *t;
+
+	return ts_slot_task_of(sc, tid, ns, tgid, &t);
 }
 
 /*
@@ -281,13 +291,13 @@ static struct task_struct *ts_track_task(const struct ts_scope *sc,
  * ts_track() explains how.
  */
 static int ts_track_threads(struct ts_scope *sc, struct task_struct *p,
-			    bool process, u64 *nr)
+			    bool process, u64 *nr, u64 seen)
 {
 	struct task_struct *t;
 	int ret;
 
 	if (!process) {
-		ret = ts_track(p, 0, ts_owner_of(sc));
+		ret = ts_track(p, 0, ts_owner_of(sc), seen);
 		*nr = !ret;
 		/*
 		 * A leader's record takes in its threads tracked before it,
@@ -303,7 +313,7 @@ static int ts_track_threads(struct ts_scope *sc, struct task_struct *p,
 		return ret;
 	}
 	/* The leader first: its slot holds the record the others join. */
-	ret = ts_track(p, TS_SLOT_INHERIT, ts_owner_of(sc));
+	ret = ts_track(p, TS_SLOT_INHERIT, ts_owner_of(sc), seen);
 	if (ret)
 		return ret;
 	++*nr;
@@ -311,7 +321,7 @@ static int ts_track_threads(struct ts_scope *sc, struct task_struct *p,
 		/* A thread whose ids changed alone (setresuid(2)) is outside. */
 		if (t == p || !ts_scope_sees(sc, t))
 			continue;
-		ret = ts_track(t, TS_SLOT_INHERIT, ts_owner_of(sc));
+		ret = ts_track(t, TS_SLOT_INHERIT, ts_owner_of(sc), seen);
 		if (ret)
 			return ret;
 		++*nr;
@@ -331,7 +341,7 @@ static long ts_ioctl_track(struct ts_scope *sc, void *arg)
 	bool process = args->flags & TASKSTATE_TRACK_PROCESS;
 	unsigned int hold_ms = ts_hook_track_hold();
 	struct task_struct *p, *t;
-	u64 upto;
+	u64 upto, seen;
 	int ret;
 
 	if (args->__pad)
@@ -353,10 +363,13 @@ static long ts_ioctl_track(struct ts_scope *sc, void *arg)
 	ret = ts_probes_get();
 	if (ret)
 		return ret;
+	/* Before the look, with the exec probe attached (ts_track()). */
+	seen = ts_setid_execs_now();
 	rcu_read_lock();
 	p = ts_track_task(sc, args);
 	if (p) {
-		ret = ts_track_threads(sc, p, process, &args->nr_threads);
+		ret = ts_track_threads(sc, p, process, &args->nr_threads,
+				       seen);
 		get_task_struct(p);
 	}
 	rcu_read_unlock();
@@ -462,19 +475,19 @@ static long ts_ioctl_sample(struct ts_scope *sc, void *arg)
 static bool ts_locate_one(struct ts_batch *b, u32 i)
 {
 	struct taskstate_location *l = &b->rec.l[i];
-	struct ts_slot *s = ts_slot_of(b->sc, l->tid, b->ns, &l->tgid);
+	u64 seen = b->sc ? ts_setid_execs_now() : 0;
+	struct task_struct *t;
+	struct ts_slot *s;
 	u32 e;
 
-	if (s && b->sc) {
-		/*
-		 * A scoped mapping shows only the descriptor's pages: the
-		 * entry moves there if it can (ts_entry_claim()).
-		 */
-		struct task_struct *t = ts_task_of(l->tid, b->ns, PIDTYPE_PID);
-
-		if (t)
-			ts_entry_claim(t, &b->sc->owner);
-	}
+	s = ts_slot_task_of(b->sc, l->tid, b->ns, &l->tgid, &t);
+	/*
+	 * A scoped mapping shows only the descriptor's pages: the entry
+	 * moves there if it can (ts_entry_claim()), if no set-id exec
+	 * happened since the look at @t.
+	 */
+	if (s && b->sc)
+		ts_entry_claim(t, &b->sc->owner, seen);
 	e = s ? READ_ONCE(s->entry) : 0;
 	l->gen = s ? READ_ONCE(ts_pub[e].gen) : 0;
 	if (l->gen & 1) {

@@ -117,8 +117,6 @@ static vm_fault_t ts_view_fault(struct vm_fault *vmf)
 	struct ts_scope *sc = vmf->vma->vm_file->private_data;
 	int pg;
 
-	if (vmf->pgoff >= ts_view_max_pages())
-		return VM_FAULT_SIGBUS;
 	pg = ts_view_page(&sc->owner, vmf->pgoff);
 	if (pg < 0)
 		return VM_FAULT_SIGBUS;

@@ -213,9 +213,8 @@ static notrace void ts_probe_exec(void *data, struct task_struct *p,
 {
 	if (READ_ONCE(p->pid) != old_pid && ts_lookup(p))
 		ts_retid(p);
-	/* Leaving a scoped mapping (ts_exec_leave_scope()), once exec'd. */
-	if (ts_lookup(p))
-		ts_exec_leave_scope(p);
+	/* Counted if set-id, out of a scoped mapping (ts_exec_leave_scope()). */
+	ts_exec_leave_scope(p);
 }
 
 /*

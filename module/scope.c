@@ -96,7 +96,7 @@ found:
 	sc->user = u;
 	sc->tgid = get_pid(task_tgid(current));
 	sc->cred = get_current_cred();
-	ts_owner_init(&sc->owner, &u->nr_slots, &u->nr_pages);
+	ts_owner_init(&sc->owner, &u->nr_slots, &u->nr_pages, sc->cred);
 	return sc;
 
 out_free:

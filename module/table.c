@@ -113,6 +113,7 @@ int ts_table_init(unsigned int nr_slots)
 		ts_free[i] = nr_slots - 1 - i;
 		ts_slots[i].proc = TS_INDEX_NONE;
 		ts_slots[i].retired = TS_INDEX_NONE;
+		ts_slots[i].retired_next = TS_INDEX_NONE;
 	}
 	INIT_LIST_HEAD(&ts_pages_empty);
 	INIT_LIST_HEAD(&ts_pages_partial);
@@ -443,7 +444,31 @@ static unsigned int ts_nr_owned_pages;
  */
 unsigned int ts_view_max_pages(void)
 {
-	return DIV_ROUND_UP(ts_user_max(), TS_PAGE_ENTRIES);
+	return min(DIV_ROUND_UP(ts_user_max(), TS_PAGE_ENTRIES),
+		   ts_unpriv_max() / TS_PAGE_ENTRIES);
+}
+
+/*
+ * Execs that left a thread not dumpable or with ids that differ (a
+ * set-user-ID or set-group-ID program): the exec probe counts them under
+ * ts_lock, after the exec installed the ids.  A scoped TRACK or LOCATE
+ * reads the count before it decides that it sees a thread, and puts the
+ * thread's entry in its pages only if the count has not moved by then
+ * (under ts_lock): otherwise an exec between its look and its move
+ * could put a thread it may not see into its mapping, after the exec
+ * probe looked for it there.  Rare, so one count for all.
+ */
+static u64 ts_setid_execs;
+
+/**
+ * ts_setid_execs_now() - the count, before a scoped look at a thread
+ *
+ * Context: any.
+ * Return: the count; its acquire pairs with the exec probe's release.
+ */
+u64 ts_setid_execs_now(void)
+{
+	return smp_load_acquire(&ts_setid_execs);
 }
 
 /*
@@ -541,17 +566,20 @@ static struct ts_owner *ts_entry_owner(const struct ts_slot *s)
  * @owner: its
  * @user_nr: its user's count of slots, which its TRACK charges
  * @user_pages: its user's count of pages, which its mapping charges
+ * @cred: the opener's credentials
  *
  * Context: any.
  */
 void ts_owner_init(struct ts_owner *owner, unsigned int *user_nr,
-		   unsigned int *user_pages)
+		   unsigned int *user_pages, const struct cred *cred)
 {
 	INIT_LIST_HEAD(&owner->owned);
 	INIT_LIST_HEAD(&owner->pages);
 	owner->nr_pages = 0;
 	owner->user_nr = user_nr;
 	owner->user_pages = user_pages;
+	owner->uid = cred->uid;
+	owner->gid = cred->gid;
 	owner->closing = false;
 }
 
@@ -573,7 +601,7 @@ void ts_owner_pages_put(struct ts_owner *owner)
 
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	list_for_each_entry_safe(pg, next, &owner->pages, node) {
-		pg->owner = NULL;
+		WRITE_ONCE(pg->owner, NULL);
 		list_del_init(&pg->node);
 		if (!pg->nr_used)
 			list_add_tail(&pg->node, &ts_pages_empty);
@@ -763,10 +791,7 @@ static int ts_insert_locked(struct task_struct *t, unsigned int flags,
 	if (owner && (owner->closing || ts_nr_owned >= ts_unpriv_max() ||
 		      *owner->user_nr >= ts_user_max()))
 		return -EDQUOT;
-	/*
-	 * In the pages of the descriptor it is tracked for, or the one its
-	 * creator's entry is in (@place), where there is room.
-	 */
+	/* In the pages of a scoped descriptor (@place) where there is room. */
 	if (!(place && ts_entry_alloc_locked(place, &e)) &&
 	    !ts_entry_alloc_locked(NULL, &e))
 		return -ENOSPC;
@@ -827,6 +852,7 @@ void ts_proc_join(struct task_struct *t, const struct ts_owner *owner)
  * @t: the thread
  * @flags: TS_SLOT_* to give its slot (or add to the one it has)
  * @owner: the scoped descriptor tracking it, or NULL (ts_insert_locked())
+ * @seen: for @owner, ts_setid_execs_now() before it decided it sees @t
  *
  * Start tracking @t, or add @flags if it is tracked already, for the
  * device (TRACK) and track_all at load.  A thread that already runs gets
@@ -845,13 +871,18 @@ void ts_proc_join(struct task_struct *t, const struct ts_owner *owner)
  * user has its share (ts_insert_locked()).
  */
 int ts_track(struct task_struct *t, unsigned int flags,
-	     struct ts_owner *owner)
+	     struct ts_owner *owner, u64 seen)
 {
 	unsigned long irqflags;
 	int ret;
 
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
-	ret = ts_insert_locked(t, flags, owner, owner);
+	/*
+	 * In the scoped descriptor's pages unless a set-id exec happened
+	 * since it looked at @t (ts_setid_execs).
+	 */
+	ret = ts_insert_locked(t, flags, owner,
+			       seen == ts_setid_execs ? owner : NULL);
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	/*
 	 * Pairs with the smp_mb() in the task_newtask probe: either the
@@ -905,9 +936,10 @@ void ts_track_child(struct task_struct *child, struct task_struct *parent,
 	/*
 	 * Its entry goes where its creator's is, a scoped descriptor's
 	 * pages if there is room, so that the mapping that shows a thread
-	 * shows the threads it starts.
+	 * shows the threads it starts; not where the creator's is not (it
+	 * left at a set-user-ID exec, ts_exec_leave_scope()).
 	 */
-	place = owner ?: (s ? ts_entry_owner(s) : NULL);
+	place = s ? ts_entry_owner(s) : NULL;
 	/*
 	 * A user past its share, or a descriptor being closed (-EDQUOT), is
 	 * not the table full: not counted.
@@ -1078,9 +1110,10 @@ void ts_snapshot(struct task_struct *t, u64 upto)
 		now = ts_since_estimate(t, state, now);
 	/* The word, then at once its start_ns: readers retry in between. */
 	if (!ts_totals) {
-		local_irq_save(irqflags);
+		/* Under ts_lock: the entry cannot move meanwhile. */
+		raw_spin_lock_irqsave(&ts_lock, irqflags);
 		ts_pub_first(ts_slot_pub(s), taskstate_pack(state, now));
-		local_irq_restore(irqflags);
+		raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 		return;
 	}
 	/*
@@ -1135,23 +1168,29 @@ static void ts_slot_reuse(struct rcu_head *head)
 
 /*
  * A grace period after @s's entry moved (ts_entry_move_locked()): no
- * probe or reader holds the entry it left any more.  Empty and free it;
- * if the slot was released meanwhile, its reuse, which waited for this,
- * follows a grace period after.
+ * probe or reader holds the entry it left any more.  Empty and free it.
+ * An entry a second move left meanwhile waits for a grace period from
+ * now, which covers every reader of it; then, if the slot was released
+ * meanwhile, its reuse, which waited for this, follows a grace period
+ * after.
  */
 static void ts_entry_retire(struct rcu_head *head)
 {
 	struct ts_slot *s = container_of(head, struct ts_slot, rcu);
 	unsigned long irqflags;
-	bool reuse;
+	bool again, reuse;
 
 	ts_pub_reset(&ts_pub[s->retired]);
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	ts_entry_free_locked(s->retired);
-	s->retired = TS_INDEX_NONE;
-	reuse = !s->task;
+	s->retired = s->retired_next;
+	s->retired_next = TS_INDEX_NONE;
+	again = s->retired != TS_INDEX_NONE;
+	reuse = !again && !s->task;
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
-	if (reuse)
+	if (again)
+		ts_call_rcu(&s->rcu, ts_entry_retire);
+	else if (reuse)
 		ts_call_rcu(&s->rcu, ts_slot_reuse);
 }
 
@@ -1162,8 +1201,9 @@ static void ts_entry_retire(struct rcu_head *head)
  * located the old entry see its gen change, and locate again; the index
  * points at the new one before the old is released.  The old one is
  * freed a grace period later: the caller queues ts_entry_retire() on
- * @s->rcu, after dropping ts_lock, if this returns 0.  -EAGAIN if @s
- * moved within a grace period, -ENOSPC if @owner has no room.
+ * @s->rcu, after dropping ts_lock, if this returns 1; with 0 one is
+ * queued already, and frees it after the next.  -EAGAIN if @s moved
+ * twice within a grace period, -ENOSPC if @owner has no room.
  */
 static int ts_entry_move_locked(struct ts_slot *s, struct ts_owner *owner)
 {
@@ -1171,7 +1211,7 @@ static int ts_entry_move_locked(struct ts_slot *s, struct ts_owner *owner)
 	struct ts_pub *f, *n;
 	unsigned int i;
 
-	if (s->retired != TS_INDEX_NONE)
+	if (s->retired_next != TS_INDEX_NONE)
 		return -EAGAIN;
 	if (!ts_entry_alloc_locked(owner, &to))
 		return -ENOSPC;
@@ -1187,7 +1227,11 @@ static int ts_entry_move_locked(struct ts_slot *s, struct ts_owner *owner)
 	ts_index_set(&ts_index, s->way, to);
 	WRITE_ONCE(s->entry, to);
 	ts_pub_release(f);
-	s->retired = from;
+	if (s->retired == TS_INDEX_NONE) {
+		s->retired = from;
+		return 1;
+	}
+	s->retired_next = from;
 	return 0;
 }
 
@@ -1195,6 +1239,7 @@ static int ts_entry_move_locked(struct ts_slot *s, struct ts_owner *owner)
  * ts_entry_claim() - bring a thread's entry into a scoped descriptor's pages
  * @t: the thread, which the descriptor sees
  * @owner: the descriptor's
+ * @seen: ts_setid_execs_now() before the descriptor decided it sees @t
  *
  * For a scoped LOCATE: move @t's entry into @owner's pages, where its
  * mapping shows it, if nothing can write the entry while it moves.  Only
@@ -1222,10 +1267,15 @@ static int ts_entry_move_locked(struct ts_slot *s, struct ts_owner *owner)
  *
  * Context: process context, under rcu_read_lock(); takes @t's pi_lock
  * and ts_lock.
+ * A set-id exec since @seen (anyone's: they are rare) refuses the move,
+ * as @t may have left the scope since it was looked at; an exec after
+ * the move finds the entry here and moves it out again.  A move into
+ * pages is only ever this, a first in a grace period: a second waits.
+ *
  * Return: 0 if @t's entry is in @owner's pages now, -EAGAIN if it cannot
  * move now, -ENOSPC if @owner has no room, -ESRCH if @t is not tracked.
  */
-int ts_entry_claim(struct task_struct *t, struct ts_owner *owner)
+int ts_entry_claim(struct task_struct *t, struct ts_owner *owner, u64 seen)
 {
 	struct ts_slot *s = NULL;
 	unsigned long irqflags;
@@ -1244,17 +1294,21 @@ int ts_entry_claim(struct task_struct *t, struct ts_owner *owner)
 		if (READ_ONCE(t->on_rq))
 			goto out;
 		smp_rmb();	/* on_rq, then on_cpu */
-		if (smp_load_acquire(&t->on_cpu))
+		if (ts_task_on_cpu_acquire(t))
 			goto out;
 	}
 	raw_spin_lock(&ts_lock);
 	s = ts_lookup(t);
-	if (!s)
+	if (!s) {
 		ret = -ESRCH;
-	else if (ts_entry_owner(s) == owner)
+	} else if (ts_entry_owner(s) == owner) {
 		ret = 0;
-	else
-		moved = !(ret = ts_entry_move_locked(s, owner));
+	} else if (seen == ts_setid_execs && s->retired == TS_INDEX_NONE) {
+		ret = ts_entry_move_locked(s, owner);
+		moved = ret == 1;
+		if (ret > 0)
+			ret = 0;
+	}
 	raw_spin_unlock(&ts_lock);
 out:
 	raw_spin_unlock_irqrestore(&t->pi_lock, irqflags);
@@ -1264,40 +1318,60 @@ out:
 	return ret;
 }
 
+/* Are all of @c's uids @uid and all its gids @gid? */
+static bool ts_cred_is(const struct cred *c, kuid_t uid, kgid_t gid)
+{
+	return uid_eq(c->uid, uid) && uid_eq(c->euid, uid) &&
+	       uid_eq(c->suid, uid) && uid_eq(c->fsuid, uid) &&
+	       gid_eq(c->gid, gid) && gid_eq(c->egid, gid) &&
+	       gid_eq(c->sgid, gid) && gid_eq(c->fsgid, gid);
+}
+
 /**
  * ts_exec_leave_scope() - take an exec'd thread out of a scoped mapping
  * @t: current, which has just exec'd a program (sched_process_exec)
  *
- * A thread whose entry is in a scoped descriptor's pages and that exec'd
- * a set-user-ID or set-group-ID program (or one with file capabilities),
- * which left it not dumpable (begin_new_exec() with bprm->secureexec or
- * changed ids) or with ids that differ, leaves the descriptor's scope
- * (scope.c) and its mapping: its entry moves to a page no descriptor
- * holds, by ts_entry_move_locked(), which is safe for current with
- * interrupts off (ts_entry_claim()).  A plain exec stays.  An entry that
- * moved within a grace period, or a table with no room elsewhere, leaves
- * the thread untracked rather than shown: -EAGAIN and -ENOSPC from the
- * move end its tracking here.
+ * An exec that left current not dumpable or with ids that differ (a
+ * set-user-ID or set-group-ID program, or file capabilities: 6.1
+ * begin_new_exec() and commit_creds()) is counted in ts_setid_execs,
+ * under ts_lock, its ids and dumpability stored before the count
+ * (release).  And a thread whose entry is in a scoped descriptor's pages
+ * and that is now not dumpable, or whose ids are not all the opener's
+ * (the descriptor's scope, scope.c, would not see it), leaves its
+ * mapping: its entry moves to a page no descriptor holds, by
+ * ts_entry_move_locked(), which is safe for current with interrupts off
+ * (ts_entry_claim()).  A plain exec stays.  If no entry is free
+ * elsewhere (a full table) the thread is untracked rather than shown.
+ * The window between the exec's new ids and this probe has no
+ * tracepoint: the entry shows the thread's state through it.
  *
- * Context: the sched_process_exec probe; takes ts_lock.
+ * Context: the sched_process_exec probe, preemption disabled; takes
+ * ts_lock.
  */
 void ts_exec_leave_scope(struct task_struct *t)
 {
 	const struct cred *c = current_cred();
+	bool setid, moved = false, gone = false;
+	struct ts_owner *owner;
 	unsigned long irqflags;
 	struct ts_slot *s;
-	bool moved = false, gone = false;
+	int ret;
 
-	if (ts_task_dumpable(t) && uid_eq(c->uid, c->euid) &&
-	    uid_eq(c->uid, c->suid) && uid_eq(c->uid, c->fsuid) &&
-	    gid_eq(c->gid, c->egid) && gid_eq(c->gid, c->sgid) &&
-	    gid_eq(c->gid, c->fsgid))
+	setid = !ts_current_dumpable() || !ts_cred_is(c, c->uid, c->gid);
+	s = ts_lookup(t);
+	/* Only current moves its own entry: a filter, decided again below. */
+	if (!setid && !(s && READ_ONCE(ts_pages[READ_ONCE(s->entry) /
+						  TS_PAGE_ENTRIES].owner)))
 		return;
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	if (setid)
+		smp_store_release(&ts_setid_execs, ts_setid_execs + 1);
 	s = ts_lookup(t);
-	if (s && ts_entry_owner(s)) {
-		moved = !ts_entry_move_locked(s, NULL);
-		if (!moved)
+	owner = s ? ts_entry_owner(s) : NULL;
+	if (owner && (setid || !ts_cred_is(c, owner->uid, owner->gid))) {
+		ret = ts_entry_move_locked(s, NULL);
+		moved = ret == 1;
+		if (ret < 0)
 			gone = ts_release_locked(s, t);
 	}
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
@@ -1351,8 +1425,8 @@ bool ts_untrack(struct task_struct *t, const struct ts_owner *owner)
 void ts_untrack_owned(struct ts_owner *owner)
 {
 	unsigned long irqflags;
+	bool reuse = false;
 	struct ts_slot *s;
-	bool reuse;
 
 	for (;;) {
 		raw_spin_lock_irqsave(&ts_lock, irqflags);
@@ -1407,10 +1481,10 @@ void ts_track_existing(u64 probes_since)
 	 */
 	for_each_process(g) {
 		/* The leader first: its slot holds the process's record. */
-		if (ts_track(g, 0, NULL) && g->start_time < probes_since)
+		if (ts_track(g, 0, NULL, 0) && g->start_time < probes_since)
 			atomic_long_inc(&ts_nr_untracked);
 		for_each_thread(g, t)
-			if (t != g && ts_track(t, 0, NULL) &&
+			if (t != g && ts_track(t, 0, NULL, 0) &&
 			    t->start_time < probes_since)
 				atomic_long_inc(&ts_nr_untracked);
 	}

@@ -7,6 +7,7 @@
 #ifndef TASKSTATE_TABLE_H
 #define TASKSTATE_TABLE_H
 
+#include <linux/cred.h>
 #include <linux/sched.h>
 #include "compat.h"
 #include "entry.h"
@@ -23,6 +24,8 @@ struct ts_owner {
 	unsigned int nr_pages;		/* on pages: its mapping's pages */
 	unsigned int *user_nr;		/* the user's slots, all descriptors */
 	unsigned int *user_pages;	/* the user's pages, all descriptors */
+	kuid_t uid;			/* the opener's, for the exec probe */
+	kgid_t gid;
 	bool closing;			/* inserts refused: being closed */
 };
 
@@ -65,12 +68,15 @@ struct ts_slot {
 	u32 way;			/* in ts_index, until the slot's reuse */
 	/*
 	 * Its entry in ts_pub[], which the index maps the task to; it moves
-	 * into a scoped descriptor's pages (ts_entry_claim()).  The one it
-	 * left, retired, is freed a grace period later, with rcu: until
-	 * then the slot's own reuse waits (TS_INDEX_NONE: none).  ts_lock.
+	 * into a scoped descriptor's pages (ts_entry_claim()) and out again
+	 * (ts_exec_leave_scope()).  The one it left, retired, is freed a
+	 * grace period later, with rcu, and until then the slot's own reuse
+	 * waits; one left by a second move meanwhile waits in retired_next
+	 * for the grace period after (TS_INDEX_NONE: none).  ts_lock.
 	 */
 	u32 entry;
 	u32 retired;
+	u32 retired_next;
 	unsigned int flags;		/* TS_SLOT_*, under ts_lock */
 	u64 ticket;			/* its insert's number, ts_snapshot() */
 	struct rcu_head rcu;		/* defers reuse past lockless readers */
@@ -188,7 +194,8 @@ static inline void ts_pub_release(struct ts_pub *p)
 int ts_table_init(unsigned int nr_slots);
 void ts_table_exit(void);
 int ts_track(struct task_struct *t, unsigned int flags,
-	     struct ts_owner *owner);
+	     struct ts_owner *owner, u64 seen);
+u64 ts_setid_execs_now(void);
 void ts_track_child(struct task_struct *child, struct task_struct *parent,
 		    bool all);
 u64 ts_inserts_now(void);
@@ -198,9 +205,9 @@ bool ts_untrack(struct task_struct *t, const struct ts_owner *owner);
 void ts_untrack_owned(struct ts_owner *owner);
 unsigned int ts_owned_by_user(const struct ts_owner *owner);
 void ts_owner_init(struct ts_owner *owner, unsigned int *user_nr,
-		   unsigned int *user_pages);
+		   unsigned int *user_pages, const struct cred *cred);
 void ts_owner_pages_put(struct ts_owner *owner);
-int ts_entry_claim(struct task_struct *t, struct ts_owner *owner);
+int ts_entry_claim(struct task_struct *t, struct ts_owner *owner, u64 seen);
 void ts_exec_leave_scope(struct task_struct *t);
 u32 ts_view_index(const struct ts_owner *owner, u32 e);
 int ts_view_page(struct ts_owner *owner, unsigned long pgoff);

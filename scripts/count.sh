@@ -7,7 +7,7 @@
 # a span is not: a pipe round trip counts the same, to the instruction,
 # from run to run, whatever the host's load (docs/performance.md).
 #
-#   scripts/count.sh [--quick] [--guard] [--out DIR] [--configs "N E T A z B L"]
+#   scripts/count.sh [--quick] [--guard] [--out DIR] [--configs "N E T A S z B L"]
 #                    [--ops "pipe pipe_thr ..."] [--report FILE]
 #
 # What runs, inside one boot (bench/count-guest.sh): for each
@@ -22,6 +22,8 @@
 #   E  loaded (track_all=0), nothing tracked
 #   T  loaded (track_all=0), the benchmark's process tracked
 #   A  loaded with track_all=1: every thread tracked
+#   S  A, with the benchmark run as nobody: its descriptor scoped, its
+#      mapping its own pages (pipe, sample, mapread)
 #   z  A with totals=0
 #   B  bench/taskstate.bt under bpftrace, no module
 #   L  bench/tsbpf.bpf.c: the libbpf equivalent (tp_btf programs, task
@@ -54,7 +56,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 out=$build/count-run
-configs="N E T A z B L"
+configs="N E T A S z B L"
 ops="empty pipe pipe_thr fork thread sample mapread debugfs"
 guard=0 quick=0 report=
 cmd_args="$*"

@@ -1010,15 +1010,38 @@ TEST_F(scope, mapping_holds_no_foreign_entry)
 	root_untracks(self->root_fd, getppid());
 }
 
+/* @pid's first child, waited for up to 5 s; -1 if none came. */
+static pid_t child_of(pid_t pid)
+{
+	char path[64];
+	long child;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
+	for (i = 0; i < 500; i++) {
+		f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%ld", &child) == 1) {
+				fclose(f);
+				return child;
+			}
+			fclose(f);
+		}
+		usleep(10000);
+	}
+	return -1;
+}
+
 TEST_F(scope, set_user_id_exec_leaves_the_mapping)
 {
 	const char *suid = getenv("TS_SUID_SELF");
 	struct taskstate_location own[1], child;
 	struct taskstate_mapping m;
+	pid_t pid, grandchild;
 	int gate[2];
 	uint64_t w;
 	struct stat st;
-	pid_t pid;
 	char c;
 
 	if (!suid || stat(suid, &st) || !(st.st_mode & S_ISUID) ||
@@ -1036,7 +1059,7 @@ TEST_F(scope, set_user_id_exec_leaves_the_mapping)
 		close(gate[1]);
 		if (read(gate[0], &c, 1) != 1)
 			_exit(1);
-		execl(suid, "ts_scope", "--pause", (char *)NULL);
+		execl(suid, "ts_scope", "--fork-pause", (char *)NULL);
 		_exit(127);
 	}
 	close(gate[0]);
@@ -1051,11 +1074,18 @@ TEST_F(scope, set_user_id_exec_leaves_the_mapping)
 		taskstate_mapping_close(&m);
 		SKIP(return, "the set-user-ID bit is ignored here (nosuid, or its owner is not mapped in this user namespace)");
 	}
-	/* Its entry moved out at the exec: gone from the mapping. */
+	/*
+	 * Its entry moved out at the exec: gone from the mapping, and the
+	 * child it forks since is not put there either.
+	 */
+	grandchild = child_of(pid);
+	EXPECT_LT(0, grandchild);
 	EXPECT_EQ(-ESRCH, taskstate_mapping_read(&m, &child, &w, NULL));
 	EXPECT_EQ(1, scan_for_strangers(_metadata, &m, own, 1));
 	if (self->root_fd >= 0 && track_all_on(self->root_fd))
 		EXPECT_TRUE(seen(self->root_fd, pid));
+	if (grandchild > 0)
+		kill(grandchild, SIGKILL);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	taskstate_mapping_close(&m);
@@ -1090,6 +1120,13 @@ int main(int argc, char **argv)
 
 	/* The set-user-ID copy's part: wait to be looked at. */
 	if (argc == 2 && !strcmp(argv[1], "--pause")) {
+		pause();
+		return 0;
+	}
+	/* The same, with a child of its own. */
+	if (argc == 2 && !strcmp(argv[1], "--fork-pause")) {
+		if (!fork())
+			pause();
 		pause();
 		return 0;
 	}
