@@ -282,6 +282,7 @@ static inline bool ts_task_on_cpu(const struct task_struct *t)
 static inline bool ts_task_on_cpu_acquire(const struct task_struct *t)
 {
 #ifdef CONFIG_SMP
+	/* Pairs with finish_task()'s release: its switch-out is done. */
 	return smp_load_acquire(&t->on_cpu);
 #else
 	return t == current;

@@ -291,7 +291,7 @@ static struct task_struct *ts_track_task(const struct ts_scope *sc,
  * ts_track() explains how.
  */
 static int ts_track_threads(struct ts_scope *sc, struct task_struct *p,
-			    bool process, u64 *nr, u64 seen)
+			    bool process, u64 *nr, unsigned long seen)
 {
 	struct task_struct *t;
 	int ret;
@@ -341,7 +341,8 @@ static long ts_ioctl_track(struct ts_scope *sc, void *arg)
 	bool process = args->flags & TASKSTATE_TRACK_PROCESS;
 	unsigned int hold_ms = ts_hook_track_hold();
 	struct task_struct *p, *t;
-	u64 upto, seen;
+	unsigned long seen;
+	u64 upto;
 	int ret;
 
 	if (args->__pad)
@@ -475,7 +476,7 @@ static long ts_ioctl_sample(struct ts_scope *sc, void *arg)
 static bool ts_locate_one(struct ts_batch *b, u32 i)
 {
 	struct taskstate_location *l = &b->rec.l[i];
-	u64 seen = b->sc ? ts_setid_execs_now() : 0;
+	unsigned long seen = b->sc ? ts_setid_execs_now() : 0;
 	struct task_struct *t;
 	struct ts_slot *s;
 	u32 e;

@@ -458,7 +458,7 @@ unsigned int ts_view_max_pages(void)
  * could put a thread it may not see into its mapping, after the exec
  * probe looked for it there.  Rare, so one count for all.
  */
-static u64 ts_setid_execs;
+static unsigned long ts_setid_execs;
 
 /**
  * ts_setid_execs_now() - the count, before a scoped look at a thread
@@ -466,8 +466,9 @@ static u64 ts_setid_execs;
  * Context: any.
  * Return: the count; its acquire pairs with the exec probe's release.
  */
-u64 ts_setid_execs_now(void)
+unsigned long ts_setid_execs_now(void)
 {
+	/* Pairs with the exec probe's release: its ids before the count. */
 	return smp_load_acquire(&ts_setid_execs);
 }
 
@@ -871,7 +872,7 @@ void ts_proc_join(struct task_struct *t, const struct ts_owner *owner)
  * user has its share (ts_insert_locked()).
  */
 int ts_track(struct task_struct *t, unsigned int flags,
-	     struct ts_owner *owner, u64 seen)
+	     struct ts_owner *owner, unsigned long seen)
 {
 	unsigned long irqflags;
 	int ret;
@@ -1275,7 +1276,8 @@ static int ts_entry_move_locked(struct ts_slot *s, struct ts_owner *owner)
  * Return: 0 if @t's entry is in @owner's pages now, -EAGAIN if it cannot
  * move now, -ENOSPC if @owner has no room, -ESRCH if @t is not tracked.
  */
-int ts_entry_claim(struct task_struct *t, struct ts_owner *owner, u64 seen)
+int ts_entry_claim(struct task_struct *t, struct ts_owner *owner,
+		   unsigned long seen)
 {
 	struct ts_slot *s = NULL;
 	unsigned long irqflags;
@@ -1364,7 +1366,7 @@ void ts_exec_leave_scope(struct task_struct *t)
 						  TS_PAGE_ENTRIES].owner)))
 		return;
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
-	if (setid)
+	if (setid)	/* after the ids: pairs with ts_setid_execs_now() */
 		smp_store_release(&ts_setid_execs, ts_setid_execs + 1);
 	s = ts_lookup(t);
 	owner = s ? ts_entry_owner(s) : NULL;

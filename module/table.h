@@ -194,8 +194,8 @@ static inline void ts_pub_release(struct ts_pub *p)
 int ts_table_init(unsigned int nr_slots);
 void ts_table_exit(void);
 int ts_track(struct task_struct *t, unsigned int flags,
-	     struct ts_owner *owner, u64 seen);
-u64 ts_setid_execs_now(void);
+	     struct ts_owner *owner, unsigned long seen);
+unsigned long ts_setid_execs_now(void);
 void ts_track_child(struct task_struct *child, struct task_struct *parent,
 		    bool all);
 u64 ts_inserts_now(void);
@@ -207,7 +207,8 @@ unsigned int ts_owned_by_user(const struct ts_owner *owner);
 void ts_owner_init(struct ts_owner *owner, unsigned int *user_nr,
 		   unsigned int *user_pages, const struct cred *cred);
 void ts_owner_pages_put(struct ts_owner *owner);
-int ts_entry_claim(struct task_struct *t, struct ts_owner *owner, u64 seen);
+int ts_entry_claim(struct task_struct *t, struct ts_owner *owner,
+		   unsigned long seen);
 void ts_exec_leave_scope(struct task_struct *t);
 u32 ts_view_index(const struct ts_owner *owner, u32 e);
 int ts_view_page(struct ts_owner *owner, unsigned long pgoff);

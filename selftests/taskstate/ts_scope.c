@@ -905,7 +905,7 @@ static int scan_for_strangers(struct __test_metadata *_metadata,
 			      const struct taskstate_mapping *m,
 			      const struct taskstate_location *own, int nr)
 {
-	const volatile unsigned char *p = (const void *)m->entries;
+	const unsigned char *p = (const void *)m->entries;
 	unsigned long sum = 0;
 	uint32_t i, tid, gen;
 	int j, owned = 0;
@@ -913,7 +913,7 @@ static int scan_for_strangers(struct __test_metadata *_metadata,
 	size_t b;
 
 	for (b = 0; b < m->size; b++)
-		sum += p[b];
+		sum += __atomic_load_n(&p[b], __ATOMIC_RELAXED);
 	TH_LOG("%zu bytes read, %u entries", m->size, m->nr);
 	for (i = 0; i < m->nr; i++) {
 		if (taskstate_mapping_scan(m, i, &tid, &word, &gen))
