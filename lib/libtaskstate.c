@@ -35,7 +35,7 @@ _Static_assert(sizeof(struct taskstate_location) == 16,
 	       "taskstate_location size");
 _Static_assert(sizeof(struct taskstate_map_entry) == TASKSTATE_MAP_ENTRY_SIZE,
 	       "taskstate_map_entry size");
-_Static_assert(sizeof(struct taskstate_process) == TASKSTATE_PROCESS_SIZE_VER0,
+_Static_assert(sizeof(struct taskstate_process) == TASKSTATE_PROCESS_SIZE_VER1,
 	       "taskstate_process size");
 
 /* taskstate_list(): first buffer, and how many times it may grow. */

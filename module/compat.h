@@ -315,7 +315,19 @@ static inline bool ts_current_dumpable(void)
 	rcu_read_unlock();
 	return dumpable;
 }
+
+/* The same for a task that has not run yet (task_newtask), under RCU. */
+static inline bool ts_new_task_dumpable(struct task_struct *t)
+{
+	return ts_task_dumpable(t);
+}
 #else
+/* A task that has not run yet (task_newtask): its mm is settled. */
+static inline bool ts_new_task_dumpable(struct task_struct *t)
+{
+	return t->mm && get_dumpable(t->mm) == SUID_DUMP_USER;
+}
+
 /* current's mm is its own: no task_lock() (a spinlock_t) needed. */
 static inline bool ts_current_dumpable(void)
 {

@@ -45,7 +45,7 @@ static_assert(sizeof(struct taskstate_track) == TASKSTATE_TRACK_SIZE_VER0);
 static_assert(sizeof(struct taskstate_sample) == TASKSTATE_SAMPLE_SIZE_VER1);
 static_assert(sizeof(struct taskstate_list) == TASKSTATE_LIST_SIZE_VER1);
 static_assert(sizeof(struct taskstate_locate) == TASKSTATE_LOCATE_SIZE_VER0);
-static_assert(sizeof(struct taskstate_process) == TASKSTATE_PROCESS_SIZE_VER0);
+static_assert(sizeof(struct taskstate_process) == TASKSTATE_PROCESS_SIZE_VER1);
 static_assert(sizeof(struct taskstate_totals) == 48);
 
 static bool ts_dev_track_all;
@@ -364,7 +364,11 @@ static long ts_ioctl_track(struct ts_scope *sc, void *arg)
 	ret = ts_probes_get();
 	if (ret)
 		return ret;
-	/* Before the look, with the exec probe attached (ts_track()). */
+	/*
+	 * Before the look, with the exec probe attached (ts_track()); the
+	 * barrier orders the attach before the count's load.
+	 */
+	smp_mb();
 	seen = ts_setid_execs_now();
 	rcu_read_lock();
 	p = ts_track_task(sc, args);

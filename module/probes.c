@@ -55,6 +55,7 @@
 /* entry.h: the probes test the totals parameter as a static branch. */
 #define TS_TOTALS_KEY
 
+#include <linux/binfmts.h>
 #include <linux/jump_label.h>
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
@@ -214,7 +215,7 @@ static notrace void ts_probe_exec(void *data, struct task_struct *p,
 	if (READ_ONCE(p->pid) != old_pid && ts_lookup(p))
 		ts_retid(p);
 	/* Counted if set-id, out of a scoped mapping (ts_exec_leave_scope()). */
-	ts_exec_leave_scope(p);
+	ts_exec_leave_scope(p, bprm->secureexec, false);
 }
 
 /*
@@ -236,6 +237,13 @@ static notrace void ts_probe_exit(void *data, TS_EXIT_PROBE_ARGS)
 
 	if (s && READ_ONCE(ts_slot_pub(s)->tid) != READ_ONCE(p->pid))
 		ts_retid(p);
+	/* An exec that failed after its new ids never reached the probe. */
+	if (s && ts_entry_scoped(s))
+		ts_exec_leave_scope(p, false, true);
+	/* The process's last thread: its totals go to its parent's record. */
+	if (ts_totals_on() && !atomic_read(&p->signal->live) &&
+	    (s || ts_lookup(READ_ONCE(p->group_leader))))
+		ts_proc_exit_fold(p);
 }
 
 /* Compile-time checks that each probe matches its tracepoint. */
@@ -481,7 +489,7 @@ int ts_probes_init(bool track_all)
 		 * the caller frees the table.
 		 */
 		if (ret)
-			rcu_barrier();
+			ts_table_quiesce();
 	}
 	return ret;
 }
@@ -502,7 +510,5 @@ void ts_probes_exit(void)
 	ts_detach_locked();
 	mutex_unlock(&ts_attach_lock);
 	cancel_delayed_work_sync(&ts_detach_work);
-	/* An entry's retirement (table.c) may queue its slot's reuse. */
-	rcu_barrier();
-	rcu_barrier();
+	ts_table_quiesce();
 }

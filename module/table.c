@@ -9,8 +9,11 @@
  *
  * Changes to the table (track, untrack, slot reuse) take ts_lock, a raw
  * spinlock: it does not sleep on PREEMPT_RT (a spinlock_t would), and it
- * is only taken from process context, the fork probe and RCU callbacks,
- * never under a run queue lock, so no scheduler path can already hold it.
+ * is only taken from process context, the fork, exec, exit and free
+ * probes and RCU callbacks, never under a run queue lock, so no scheduler
+ * path can already hold it.  One lock is taken before it: a task's
+ * pi_lock (ts_entry_claim()); nothing takes pi_lock or a run queue lock
+ * under it.
  * The per-switch path (ts_lookup()) only reads, without a lock.
  *
  * Keyed by task_struct pointer, not by tid, which makes pid reuse a
@@ -365,6 +368,9 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 		memset(s->rec.exited_ns, 0, sizeof(s->rec.exited_ns));
 		ts_hook_proc_start(s->rec.exited_ns);
 		memset(s->rec.shown_ns, 0, sizeof(s->rec.shown_ns));
+		memset(s->rec.children_ns, 0, sizeof(s->rec.children_ns));
+		s->rec.nr_children = 0;
+		s->rec.folded = false;
 		s->rec.nr_exited = 0;
 		s->rec.walk = 0;
 		/* Later than every record's before: a restart shows. */
@@ -563,6 +569,20 @@ static struct ts_owner *ts_entry_owner(const struct ts_slot *s)
 }
 
 /**
+ * ts_entry_scoped() - is a slot's entry in a scoped descriptor's pages?
+ * @s: the slot, held
+ *
+ * A filter for the exit probe, decided again under ts_lock.
+ *
+ * Context: any, holding the slot.
+ * Return: whether a scoped descriptor holds the entry's page now.
+ */
+bool ts_entry_scoped(const struct ts_slot *s)
+{
+	return READ_ONCE(ts_pages[READ_ONCE(s->entry) / TS_PAGE_ENTRIES].owner);
+}
+
+/**
  * ts_owner_init() - an empty scoped descriptor's share of the table
  * @owner: its
  * @user_nr: its user's count of slots, which its TRACK charges
@@ -734,6 +754,10 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 		       sizeof(next->rec.exited_ns));
 		memcpy(next->rec.shown_ns, s->rec.shown_ns,
 		       sizeof(next->rec.shown_ns));
+		memcpy(next->rec.children_ns, s->rec.children_ns,
+		       sizeof(next->rec.children_ns));
+		next->rec.nr_children = s->rec.nr_children;
+		next->rec.folded = s->rec.folded;
 		next->rec.nr_exited = s->rec.nr_exited;
 		next->rec.start_ns = s->rec.start_ns;
 		next->rec.walk = 0;
@@ -894,6 +918,28 @@ int ts_track(struct task_struct *t, unsigned int flags,
 	return ret;
 }
 
+/* Are all of @c's uids @uid and all its gids @gid? */
+static bool ts_cred_is(const struct cred *c, kuid_t uid, kgid_t gid)
+{
+	return uid_eq(c->uid, uid) && uid_eq(c->euid, uid) &&
+	       uid_eq(c->suid, uid) && uid_eq(c->fsuid, uid) &&
+	       gid_eq(c->gid, gid) && gid_eq(c->egid, gid) &&
+	       gid_eq(c->sgid, gid) && gid_eq(c->fsgid, gid);
+}
+
+/* Are a new task's ids all @owner's opener's, and is it dumpable? */
+static bool ts_new_task_in(struct task_struct *child,
+			   const struct ts_owner *owner)
+{
+	bool in;
+
+	rcu_read_lock();
+	in = ts_cred_is(__task_cred(child), owner->uid, owner->gid) &&
+	     ts_new_task_dumpable(child);
+	rcu_read_unlock();
+	return in;
+}
+
 /**
  * ts_track_child() - track a new task whose creator is tracked so
  * @child: the new task, which has not run yet
@@ -941,6 +987,8 @@ void ts_track_child(struct task_struct *child, struct task_struct *parent,
 	 * left at a set-user-ID exec, ts_exec_leave_scope()).
 	 */
 	place = s ? ts_entry_owner(s) : NULL;
+	if (place && !ts_new_task_in(child, place))
+		place = NULL;
 	/*
 	 * A user past its share, or a descriptor being closed (-EDQUOT), is
 	 * not the table full: not counted.
@@ -1152,6 +1200,32 @@ static bool ts_release_locked(struct ts_slot *s, struct task_struct *t)
 	return s->retired == TS_INDEX_NONE;
 }
 
+/*
+ * The table's RCU callbacks queued and not done: a retirement can queue
+ * another, then a slot's reuse (three deep), so unload waits for the
+ * count rather than for a fixed number of barriers (ts_table_quiesce()).
+ */
+static atomic_t ts_rcu_pending = ATOMIC_INIT(0);
+
+static void ts_rcu_queue(struct rcu_head *head, rcu_callback_t fn)
+{
+	atomic_inc(&ts_rcu_pending);
+	ts_call_rcu(head, fn);
+}
+
+/**
+ * ts_table_quiesce() - wait for the table's RCU callbacks, chains included
+ *
+ * Context: module unload, or a failed load, with nothing left to queue
+ * more than the chains already queued; may sleep.
+ */
+void ts_table_quiesce(void)
+{
+	do {
+		rcu_barrier();
+	} while (atomic_read(&ts_rcu_pending));
+}
+
 static void ts_slot_reuse(struct rcu_head *head)
 {
 	struct ts_slot *s = container_of(head, struct ts_slot, rcu);
@@ -1165,6 +1239,7 @@ static void ts_slot_reuse(struct rcu_head *head)
 	ts_entry_free_locked(s->entry);
 	ts_free[ts_nr_free++] = idx;
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	atomic_dec(&ts_rcu_pending);
 }
 
 /*
@@ -1190,9 +1265,10 @@ static void ts_entry_retire(struct rcu_head *head)
 	reuse = !again && !s->task;
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	if (again)
-		ts_call_rcu(&s->rcu, ts_entry_retire);
+		ts_rcu_queue(&s->rcu, ts_entry_retire);
 	else if (reuse)
-		ts_call_rcu(&s->rcu, ts_slot_reuse);
+		ts_rcu_queue(&s->rcu, ts_slot_reuse);
+	atomic_dec(&ts_rcu_pending);
 }
 
 /*
@@ -1316,22 +1392,21 @@ out:
 	raw_spin_unlock_irqrestore(&t->pi_lock, irqflags);
 	/* A release meanwhile left the slot's reuse to ts_entry_retire(). */
 	if (moved)
-		ts_call_rcu(&s->rcu, ts_entry_retire);
+		ts_rcu_queue(&s->rcu, ts_entry_retire);
 	return ret;
 }
 
-/* Are all of @c's uids @uid and all its gids @gid? */
-static bool ts_cred_is(const struct cred *c, kuid_t uid, kgid_t gid)
-{
-	return uid_eq(c->uid, uid) && uid_eq(c->euid, uid) &&
-	       uid_eq(c->suid, uid) && uid_eq(c->fsuid, uid) &&
-	       gid_eq(c->gid, gid) && gid_eq(c->egid, gid) &&
-	       gid_eq(c->sgid, gid) && gid_eq(c->fsgid, gid);
-}
 
 /**
  * ts_exec_leave_scope() - take an exec'd thread out of a scoped mapping
- * @t: current, which has just exec'd a program (sched_process_exec)
+ * @t: current, which has just exec'd a program (sched_process_exec), or
+ *     is exiting with its entry in a scoped descriptor's pages
+ *     (sched_process_exit: an exec that failed after its new ids, and
+ *     never reached sched_process_exec)
+ * @secure: the exec's bprm->secureexec (file capabilities with
+ *          fs.suid_dumpable=1 leave the ids and dumpability alone)
+ * @exiting: from sched_process_exit, where the mm is gone: the ids alone
+ *           decide, and nothing is counted
  *
  * An exec that left current not dumpable or with ids that differ (a
  * set-user-ID or set-group-ID program, or file capabilities: 6.1
@@ -1347,10 +1422,10 @@ static bool ts_cred_is(const struct cred *c, kuid_t uid, kgid_t gid)
  * The window between the exec's new ids and this probe has no
  * tracepoint: the entry shows the thread's state through it.
  *
- * Context: the sched_process_exec probe, preemption disabled; takes
- * ts_lock.
+ * Context: the sched_process_exec and sched_process_exit probes,
+ * preemption disabled; takes ts_lock.
  */
-void ts_exec_leave_scope(struct task_struct *t)
+void ts_exec_leave_scope(struct task_struct *t, bool secure, bool exiting)
 {
 	const struct cred *c = current_cred();
 	bool setid, moved = false, gone = false;
@@ -1359,11 +1434,11 @@ void ts_exec_leave_scope(struct task_struct *t)
 	struct ts_slot *s;
 	int ret;
 
-	setid = !ts_current_dumpable() || !ts_cred_is(c, c->uid, c->gid);
+	setid = !exiting && (secure || !ts_current_dumpable() ||
+			     !ts_cred_is(c, c->uid, c->gid));
 	s = ts_lookup(t);
 	/* Only current moves its own entry: a filter, decided again below. */
-	if (!setid && !(s && READ_ONCE(ts_pages[READ_ONCE(s->entry) /
-						  TS_PAGE_ENTRIES].owner)))
+	if (!setid && !(s && ts_entry_scoped(s)))
 		return;
 	raw_spin_lock_irqsave(&ts_lock, irqflags);
 	if (setid)	/* after the ids: pairs with ts_setid_execs_now() */
@@ -1373,14 +1448,14 @@ void ts_exec_leave_scope(struct task_struct *t)
 	if (owner && (setid || !ts_cred_is(c, owner->uid, owner->gid))) {
 		ret = ts_entry_move_locked(s, NULL);
 		moved = ret == 1;
-		if (ret < 0)
+		if (ret < 0 && !exiting)
 			gone = ts_release_locked(s, t);
 	}
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	if (moved)
-		ts_call_rcu(&s->rcu, ts_entry_retire);
+		ts_rcu_queue(&s->rcu, ts_entry_retire);
 	if (gone)
-		ts_call_rcu(&s->rcu, ts_slot_reuse);
+		ts_rcu_queue(&s->rcu, ts_slot_reuse);
 }
 
 /**
@@ -1410,7 +1485,7 @@ bool ts_untrack(struct task_struct *t, const struct ts_owner *owner)
 		reuse = ts_release_locked(s, t);
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	if (reuse)
-		ts_call_rcu(&s->rcu, ts_slot_reuse);
+		ts_rcu_queue(&s->rcu, ts_slot_reuse);
 	return s;
 }
 
@@ -1441,7 +1516,7 @@ void ts_untrack_owned(struct ts_owner *owner)
 		if (!s)
 			break;
 		if (reuse)
-			ts_call_rcu(&s->rcu, ts_slot_reuse);
+			ts_rcu_queue(&s->rcu, ts_slot_reuse);
 		cond_resched();
 	}
 }
@@ -1527,6 +1602,62 @@ void ts_retid(struct task_struct *t)
 }
 
 /**
+ * ts_proc_exit_fold() - an ended process's totals, into its parent's record
+ * @p: current, a thread of the process, which has exited it last
+ *
+ * When a process's last thread exits (sched_process_exit with the group's
+ * live count at 0), its record's totals, complete but for the exiting
+ * threads' last microseconds before their final switch, and its own
+ * children's, are added to the children_ns of the record of its parent
+ * process at that moment (real_parent: an orphan's is init or a
+ * subreaper), if that is tracked with totals; once per record (two
+ * threads exiting together may both see the count at 0).  The parent
+ * may read them before it reaps the child: the uapi's children_ns, for
+ * `taskstate run`.  The walk of the members is one hold of ts_lock, as
+ * a record's end is (docs/design.md).
+ *
+ * Context: the sched_process_exit probe; takes ts_lock.
+ */
+void ts_proc_exit_fold(struct task_struct *p)
+{
+	u64 t[TASKSTATE_MAP_NR_TOTALS];
+	struct task_struct *parent;
+	struct ts_slot *s, *h, *ps, *m;
+	unsigned long irqflags;
+	unsigned int i;
+	u64 now;
+
+	rcu_read_lock();
+	parent = READ_ONCE(rcu_dereference(p->real_parent)->group_leader);
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	s = ts_lookup(p);
+	if (!s || s->proc == TS_INDEX_NONE)
+		s = ts_lookup(READ_ONCE(p->group_leader));
+	if (!s || s->proc == TS_INDEX_NONE)
+		goto out;
+	h = &ts_slots[s->proc];
+	ps = ts_lookup(parent);
+	if (h->rec.folded || !ps || ps->proc == TS_INDEX_NONE ||
+	    ps->proc == s->proc)
+		goto out;
+	h->rec.folded = true;
+	now = ts_proc_now_locked();
+	memcpy(t, h->rec.exited_ns, sizeof(t));
+	ts_proc_add(t, h, now, true);
+	list_for_each_entry(m, &h->rec.members, proc_node)
+		ts_proc_add(t, m, now, true);
+	ps = &ts_slots[ps->proc];
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
+		ps->rec.children_ns[i] =
+			ts_add_sat(ps->rec.children_ns[i],
+				   ts_add_sat(t[i], h->rec.children_ns[i]));
+	ps->rec.nr_children += 1 + h->rec.nr_children;
+out:
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	rcu_read_unlock();
+}
+
+/**
  * ts_proc_read() - a process's totals, for TASKSTATE_IOC_PROCESS
  * @leader: the process's leader, found by its pid
  * @p: the answer; the caller zeroed its out fields
@@ -1607,6 +1738,8 @@ retry:
 	p->start_ns = h->rec.start_ns;
 	p->nr_threads = 1;
 	memcpy(p->exited_ns, h->rec.exited_ns, sizeof(p->exited_ns));
+	memcpy(p->children_ns, h->rec.children_ns, sizeof(p->children_ns));
+	p->nr_children = h->rec.nr_children;
 	memcpy(p->state_ns, h->rec.exited_ns, sizeof(p->state_ns));
 	ts_proc_add(p->state_ns, h, now, false);
 	held = 1;

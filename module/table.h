@@ -56,6 +56,14 @@ struct ts_proc {
 	struct list_head *walk_pos;
 	u64 walk_missed_ns[TASKSTATE_MAP_NR_TOTALS];
 	u64 walk_missed_nr;
+	/*
+	 * Processes that ended as its children (uapi children_ns), each
+	 * with its own children's, folded in when its last thread exited
+	 * (ts_proc_exit_fold()); and whether this one was folded so.
+	 */
+	u64 children_ns[TASKSTATE_MAP_NR_TOTALS];
+	u64 nr_children;
+	bool folded;
 };
 
 /*
@@ -209,7 +217,9 @@ void ts_owner_init(struct ts_owner *owner, unsigned int *user_nr,
 void ts_owner_pages_put(struct ts_owner *owner);
 int ts_entry_claim(struct task_struct *t, struct ts_owner *owner,
 		   unsigned long seen);
-void ts_exec_leave_scope(struct task_struct *t);
+void ts_exec_leave_scope(struct task_struct *t, bool secure, bool exiting);
+void ts_table_quiesce(void);
+bool ts_entry_scoped(const struct ts_slot *s);
 u32 ts_view_index(const struct ts_owner *owner, u32 e);
 int ts_view_page(struct ts_owner *owner, unsigned long pgoff);
 unsigned int ts_view_max_pages(void);
@@ -217,6 +227,7 @@ unsigned int ts_user_max(void);
 unsigned int ts_unpriv_max(void);
 void ts_track_existing(u64 probes_since);
 void ts_retid(struct task_struct *t);
+void ts_proc_exit_fold(struct task_struct *p);
 
 /* What a reader may print about one slot, copied under the table lock. */
 struct ts_view {

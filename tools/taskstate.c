@@ -22,6 +22,7 @@
 
 #include "format.h"
 #include "libtaskstate.h"
+#include "run.h"
 #include "top.h"
 
 #define EXIT_USAGE	2
@@ -35,7 +36,8 @@ enum {
 	C_TOP = 1 << 4,
 	C_METRICS = 1 << 5,
 	C_INFO = 1 << 6,
-	C_ALL = (1 << 7) - 1,
+	C_RUN = 1 << 7,
+	C_ALL = (1 << 8) - 1,
 };
 
 struct command {
@@ -64,6 +66,8 @@ static const char main_help[] =
 "  metrics [-p PIDS] [--group-by KEY] [--output FILE]\n"
 "                       time and threads in each state, for Prometheus\n"
 "  info [-J]            show what the module is and holds\n"
+"  run [-o FILE] [-J] [--] CMD [ARGS...]\n"
+"                       run CMD tracked; at its end, where its time went\n"
 "\n"
 "Options:\n"
 "  -h, --help           show this help\n"
@@ -72,8 +76,9 @@ static const char main_help[] =
 "'taskstate COMMAND --help' describes a command; man taskstate, all of\n"
 "them.  States are named running, runnable, sleeping, blocked, stopped,\n"
 "traced, dead (and none); where a list of states is read, ps's letters\n"
-"R S D T t Z X are understood too.  Opening the device needs CAP_PERFMON\n"
-"or CAP_SYS_ADMIN; TASKSTATE_DEV overrides its path.  Colours only on a\n"
+"R S D T t Z X are understood too.  Without CAP_PERFMON or CAP_SYS_ADMIN\n"
+"the device shows only your own processes and their children;\n"
+"TASKSTATE_DEV overrides its path.  Colours only on a\n"
 "terminal, and never with NO_COLOR set.  Thread names are shown with\n"
 "control characters and bytes that are not UTF-8 as '?'.\n"
 "Exit status: 0 success, 1 error, 2 usage error.\n";
@@ -230,6 +235,23 @@ static const char info_help[] =
 "  -J, --json                 one JSON object, the same keys\n"
 COMMON_HELP;
 
+static const char run_help[] =
+"Usage: taskstate run [-o FILE] [-J] [--] CMD [ARGS...]\n"
+"\n"
+"Run CMD tracked, with the threads and processes it starts, and when it\n"
+"ends print where their time went, in seconds: running, waiting for a CPU\n"
+"(runnable), sleeping, blocked, other (stopped, traced).  One row for each\n"
+"process this command collected (CMD, and its orphans, which end as this\n"
+"command's children), one for the processes that ended as their children\n"
+"(whoever reaped them), and the sum: complete to the last exit, as time(1)\n"
+"counts children.  The report goes to stderr; the exit status is CMD's\n"
+"(128 + the signal that killed it).  Any user may run it: without\n"
+"CAP_PERFMON the descriptor is scoped to this command and its children.\n"
+"\n"
+"  -o, --output FILE          the report into FILE instead\n"
+"  -J, --json                 one JSON object\n"
+COMMON_HELP;
+
 static void usage_error(const struct command *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 
@@ -269,7 +291,7 @@ static const struct {
 	{ "tid", required_argument, 't', C_TRACK | C_SHOW | C_WATCH | C_TOP },
 	{ "state", required_argument, OPT_STATE, C_SHOW | C_WATCH },
 	{ "min-age", required_argument, OPT_MIN_AGE, C_SHOW | C_WATCH },
-	{ "json", no_argument, 'J', C_SHOW | C_TOP | C_INFO },
+	{ "json", no_argument, 'J', C_SHOW | C_TOP | C_INFO | C_RUN },
 	{ "ns", no_argument, OPT_NS, C_SHOW | C_WATCH },
 	{ "since", required_argument, OPT_SINCE, C_SHOW },
 	{ "stuck", required_argument, 's', C_WATCH },
@@ -281,6 +303,7 @@ static const struct {
 	{ "process", no_argument, OPT_PROCESS, C_TOP },
 	{ "group-by", required_argument, OPT_GROUP_BY, C_METRICS },
 	{ "output", required_argument, OPT_OUTPUT, C_METRICS },
+	{ "output", required_argument, 'o', C_RUN },
 };
 
 /*
@@ -293,7 +316,8 @@ static void command_options(const struct command *cmd,
 {
 	size_t i;
 
-	if (cmd->opts & C_MAIN)
+	/* taskstate's own and run's: stop at the command (run's CMD). */
+	if (cmd->opts & (C_MAIN | C_RUN))
 		*optstring++ = '+';
 	*optstring++ = ':';
 	for (i = 0; i < ARRAY_SIZE(options); i++) {
@@ -1235,6 +1259,31 @@ static int run_metrics(const struct command *cmd, int argc, char **argv)
 	return ret;
 }
 
+static int run_run_cmd(const struct command *cmd, int argc, char **argv)
+{
+	struct run_opts o = { 0 };
+	int c, fd, ret;
+
+	while ((c = next_option(cmd, argc, argv)) != -1) {
+		switch (c) {
+		case 'o':
+			o.out = optarg;
+			break;
+		case 'J':
+			o.json = true;
+			break;
+		}
+	}
+	if (optind >= argc)
+		usage_error(cmd, "missing the command to run");
+	fd = open_device();
+	if (fd < 0)
+		return EXIT_FAILURE;
+	ret = run_run(fd, &o, argv + optind);
+	taskstate_close(fd);
+	return ret;
+}
+
 static const struct command commands[] = {
 	{ "track", run_track, track_help, C_TRACK },
 	{ "untrack", run_track, untrack_help, C_TRACK },
@@ -1243,6 +1292,7 @@ static const struct command commands[] = {
 	{ "top", run_top, top_help, C_TOP },
 	{ "metrics", run_metrics, metrics_help, C_METRICS },
 	{ "info", run_info, info_help, C_INFO },
+	{ "run", run_run_cmd, run_help, C_RUN },
 };
 
 int main(int argc, char **argv)

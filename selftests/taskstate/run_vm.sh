@@ -127,7 +127,7 @@ scope_suites() {
 	}
 	d=$(mktemp -d /tmp/ts-scope.XXXXXX)
 	chmod 755 "$d"
-	cp "$TS_BIN/ts_scope" "$TS_BIN/stuck_pool" "$d/" &&
+	cp "$TS_BIN/ts_scope" "$TS_BIN/stuck_pool" "$TS_BIN/taskstate" "$d/" &&
 		cp "$d/ts_scope" "$d/ts_scope_suid" &&
 		chmod 4755 "$d/ts_scope_suid"
 	TS_SUID_SELF=$d/ts_scope_suid run "$d/ts_scope"
@@ -143,6 +143,17 @@ scope_suites() {
 	}
 	check "examples/stuck_pool as nobody in new user and pid namespaces, through its mapping" \
 		pool_maps as_nobody unshare -Urpf --mount-proc "$d/stuck_pool" 4 200 5
+	# taskstate run for a user in a container: a 1 s sleep, as sleeping.
+	run_sleeps() {
+		out=$("$@" -J -- sleep 1 2>&1)
+		rc=$?
+		echo "$out" | sed 's/^/# /'
+		ns=$(echo "$out" | sed -n 's/.*"totals":{[^}]*"sleeping_ns":\([0-9]*\).*}}$/\1/p')
+		[ "$rc" -eq 0 ] && [ -n "$ns" ] && [ "$ns" -ge 900000000 ] &&
+			[ "$ns" -le 1500000000 ]
+	}
+	check "taskstate run as nobody in new user and pid namespaces: 1 s asleep" \
+		run_sleeps as_nobody unshare -Urpf --mount-proc "$d/taskstate" run
 	if command -v bwrap > /dev/null; then
 		bw() {
 			as_nobody bwrap --ro-bind / / --dev /dev \

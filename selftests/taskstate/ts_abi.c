@@ -1261,16 +1261,32 @@ TEST_F(abi, process_of_non_leader_tid_is_esrch)
 	unpark_threads(&p);
 }
 
-/* Version 0 is the whole struct: a shorter size is EINVAL (generic). */
-TEST_F(abi, process_size_ver0_is_whole_struct)
+/*
+ * Version 0 ends at start_ns, version 1 (children_ns) is the whole
+ * struct: a shorter size is EINVAL (generic), and a version 0 caller
+ * still gets its fields.
+ */
+TEST_F(abi, process_sizes_are_versions)
 {
-	EXPECT_EQ(TASKSTATE_PROCESS_SIZE_VER0, sizeof(struct taskstate_process));
-	EXPECT_EQ(offsetof(struct taskstate_process, start_ns) +
-		  sizeof(((struct taskstate_process *)0)->start_ns),
-		  sizeof(struct taskstate_process));
+	struct taskstate_process a;
+
+	EXPECT_EQ(TASKSTATE_PROCESS_SIZE_VER0,
+		  offsetof(struct taskstate_process, children_ns));
+	EXPECT_EQ(TASKSTATE_PROCESS_SIZE_VER1, sizeof(struct taskstate_process));
 	EXPECT_EQ(16, offsetof(struct taskstate_process, now_ns));
 	EXPECT_EQ(40, offsetof(struct taskstate_process, state_ns));
 	EXPECT_EQ(120, offsetof(struct taskstate_process, start_ns));
+	EXPECT_EQ(168, offsetof(struct taskstate_process, nr_children));
+	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
+		SKIP(return, "the module keeps no totals (totals=0)");
+	memset(&a, 0xcc, sizeof(a));
+	a.size = TASKSTATE_PROCESS_SIZE_VER0;
+	a.flags = 0;
+	a.pid = getpid();
+	ASSERT_EQ(0, ioctl(self->fd, TASKSTATE_IOC_PROCESS, &a));
+	EXPECT_EQ(TASKSTATE_PROCESS_SIZE_VER0, a.size);
+	/* Nothing written past the caller's size. */
+	EXPECT_EQ(POISON64, a.nr_children);
 }
 
 TEST_F(abi, track_process_of_non_leader_tid_is_esrch)

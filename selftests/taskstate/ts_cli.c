@@ -26,6 +26,8 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -2338,4 +2340,143 @@ TEST_F(cli, metrics_file)
 	run_free(&r);
 }
 
-TEST_HARNESS_MAIN
+/*
+ * The program taskstate run runs: known phases, one after another.
+ *  1. spin 1 s: RUNNING 1 s;
+ *  2. poll() on a pipe nobody writes, 1 s: SLEEPING 1 s;
+ *  3. vfork(): blocked (TASK_KILLABLE) while the child sleeps 1 s and
+ *     then execs true: BLOCKED 1 s, and the child's SLEEPING 1 s in the
+ *     children's totals;
+ *  4. two threads pinned to one CPU spin for 1 s: RUNNING 1 s and
+ *     RUNNABLE 1 s between them, while this thread waits in
+ *     pthread_join(): SLEEPING 1 s.
+ * Exits 7, which taskstate run must pass on.  With --phases-zero the
+ * same steps take no time: what they cost besides (the exec of this
+ * program and of true, under emulation a tenth of a second each).
+ */
+#define PHASE_NS	1000000000ULL
+
+static void spin_until(uint64_t end)
+{
+	while (taskstate_now_ns() < end)
+		;
+}
+
+static void *phase_spinner(void *arg)
+{
+	spin_until(*(uint64_t *)arg);
+	return NULL;
+}
+
+static int phases(uint64_t phase_ns)
+{
+	struct timespec one = { phase_ns / PHASE_NS, 0 };
+	int fds[2], i;
+	pthread_t th[2];
+	pthread_attr_t a;
+	cpu_set_t cpu;
+	uint64_t end;
+	pid_t pid;
+
+	spin_until(taskstate_now_ns() + phase_ns);
+	if (pipe(fds))
+		return 1;
+	poll(&(struct pollfd){ .fd = fds[0], .events = POLLIN }, 1,
+	     phase_ns / 1000000);
+	pid = vfork();
+	if (pid == 0) {
+		nanosleep(&one, NULL);
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+		return 1;
+	CPU_ZERO(&cpu);
+	CPU_SET(0, &cpu);
+	pthread_attr_init(&a);
+	pthread_attr_setaffinity_np(&a, sizeof(cpu), &cpu);
+	end = taskstate_now_ns() + phase_ns;
+	for (i = 0; i < 2; i++)
+		if (pthread_create(&th[i], &a, phase_spinner, &end))
+			return 1;
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	return 7;
+}
+
+/* The value of "KEY_ns": in the text after the last "totals":{. */
+static double run_total_s(const char *json, const char *key)
+{
+	const char *p = NULL, *q = json;
+	char want[32];
+
+	while ((q = strstr(q, "\"totals\":{")))
+		p = q++;
+	snprintf(want, sizeof(want), "\"%s_ns\":", key);
+	p = p ? strstr(p, want) : NULL;
+	return p ? strtoull(p + strlen(want), NULL, 10) / 1e9 : -1;
+}
+
+/* taskstate run -J of this program with @arg: the JSON, 7 checked. */
+static void run_phases(struct __test_metadata *_metadata, const char *cli,
+		       struct run *r, const char *arg)
+{
+	char self_exe[PATH_MAX];
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	ASSERT_LT(0, n);
+	self_exe[n] = '\0';
+	run_cli(_metadata, cli, r, "run", "-J", "--", self_exe, arg, NULL);
+	ASSERT_EQ(7, status_code(r->status)) RUN_LOG(r);
+	ASSERT_TRUE(json_value(r->err.p, 0) != NULL) RUN_LOG(r);
+	EXPECT_TRUE(strstr(r->err.p, "\"exit_status\":7,") != NULL) RUN_LOG(r);
+	EXPECT_TRUE(strstr(r->err.p, "\"children\":1,") != NULL) RUN_LOG(r);
+}
+
+/*
+ * taskstate run: each state's seconds, the program's and its vfork()
+ * child's, less what the same steps cost taking no time, within 10% of
+ * the phases' (other: under 0.1 s), its exit status passed on, and one
+ * process collected with one child.
+ */
+TEST_F_TIMEOUT(cli, run_counts_each_phase, 120)
+{
+	static const struct { const char *name; double s; } want[] = {
+		{ "running", 2 }, { "runnable", 1 }, { "sleeping", 3 },
+		{ "blocked", 1 }, { "other", 0 },
+	};
+	struct run base, r;
+	size_t i;
+
+	NEED_SETUP();
+	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
+		SKIP(return, "the module keeps no totals (totals=0)");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "one CPU: the spinners pinned to CPU 0 would share it with the rest");
+	run_phases(_metadata, self->cli, &base, "--phases-zero");
+	run_phases(_metadata, self->cli, &r, "--phases");
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		double b = run_total_s(base.err.p, want[i].name);
+		double got = run_total_s(r.err.p, want[i].name) - b;
+		double tol = want[i].s ? want[i].s / 10 : 0.1;
+
+		TH_LOG("%s: %.3f s (%.3f s without the phases), want %.1f +- %.2f",
+		       want[i].name, got, b, want[i].s, tol);
+		EXPECT_LE(0, b) RUN_LOG(&base);
+		EXPECT_LE(want[i].s - tol, got) RUN_LOG(&r);
+		EXPECT_GE(want[i].s + tol, got) RUN_LOG(&r);
+	}
+	run_free(&base);
+	run_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "--phases"))
+		return phases(PHASE_NS);
+	if (argc == 2 && !strcmp(argv[1], "--phases-zero"))
+		return phases(0);
+	return test_harness_run(argc, argv);
+}
+

@@ -747,6 +747,16 @@ taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
  *            restarted, as a counter does when its process restarts.
  *            Each new record's @start_ns is later than every one given
  *            before
+ * @children_ns: out (version 1): ns the processes that ended as this
+ *               one's children spent in each state, each with its own
+ *               @children_ns, not part of @state_ns: a process is added
+ *               when its last thread exits (not at its reaping, so a
+ *               parent reads it before wait() returns), to the record of
+ *               its parent at that moment if that is tracked (an orphan's
+ *               is init or a subreaper); complete but for its exiting
+ *               threads' last microseconds, and for processes that ended
+ *               untracked or while their parent was not
+ * @nr_children: out (version 1): the processes in @children_ns
  *
  * Errors: ESRCH no such process in the caller's pid namespace;
  * EOPNOTSUPP the module keeps no totals (totals=0); EINTR a signal came
@@ -767,9 +777,12 @@ struct taskstate_process {
 	__aligned_u64 state_ns[TASKSTATE_MAP_NR_TOTALS];
 	__aligned_u64 exited_ns[TASKSTATE_MAP_NR_TOTALS];
 	__aligned_u64 start_ns;
+	__aligned_u64 children_ns[TASKSTATE_MAP_NR_TOTALS];
+	__aligned_u64 nr_children;
 };
 
 #define TASKSTATE_PROCESS_SIZE_VER0	128
+#define TASKSTATE_PROCESS_SIZE_VER1	176	/* children_ns, nr_children */
 
 #define TASKSTATE_IOC_PROCESS	_IO(TASKSTATE_IOC_TYPE, 0x06)
 

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * taskstate run: run a program tracked, and say when it ends where the
+ * time of its threads, and of the processes it started, went.
+ *
+ * The command forks, tracks the child with inheritance (TRACK of the
+ * process: its new threads and children are tracked from their creation)
+ * before the child execs the program, and becomes a child subreaper, so
+ * that the program's orphans end as its children.  Each process it
+ * collects is read with PROCESS before it is reaped (waitid() with
+ * WNOWAIT leaves it a zombie, whose record stays): its own threads'
+ * totals, and the totals of the processes that ended as its children,
+ * which the module added to its record when their last thread exited
+ * (children_ns).  So the sum is complete to the last exit, whoever
+ * reaped whom, as time(1)'s children's times are.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "run.h"
+
+#define NT	TASKSTATE_MAP_NR_TOTALS
+
+/* One process the command collected. */
+struct run_proc {
+	uint32_t pid;
+	char comm[TS_COMM_MAX];
+	bool valid;		/* its record was there to read */
+	uint64_t threads;	/* live and exited at its end */
+	uint64_t own[NT];
+	uint64_t children[NT];
+	uint64_t nr_children;
+};
+
+struct run_result {
+	struct run_proc *procs;
+	size_t n;
+	int status;		/* the program's, from waitpid() */
+	uint64_t wall_ns;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* The child: wait for the parent's TRACK, then become the program. */
+static void run_child(int gate, char **argv)
+{
+	char c;
+
+	if (read(gate, &c, 1) != 1)
+		_exit(127);
+	close(gate);
+	execvp(argv[0], argv);
+	fprintf(stderr, "taskstate run: %s: %s\n", argv[0], strerror(errno));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+/* Read process @pid (a zombie not reaped yet) into a new row. */
+static int collect(int fd, uint32_t pid, struct run_result *r)
+{
+	struct taskstate_process p;
+	struct run_proc *q, *np;
+	int i;
+
+	np = realloc(r->procs, (r->n + 1) * sizeof(*r->procs));
+	if (!np)
+		return -ENOMEM;
+	r->procs = np;
+	q = &r->procs[r->n++];
+	memset(q, 0, sizeof(*q));
+	q->pid = pid;
+	if (taskstate_comm(pid, q->comm, sizeof(q->comm)) < 0)
+		strcpy(q->comm, "?");
+	if (taskstate_process(fd, pid, &p))
+		return 0;
+	q->valid = true;
+	q->threads = p.nr_threads + p.nr_exited;
+	for (i = 0; i < NT; i++) {
+		q->own[i] = p.state_ns[i];
+		q->children[i] = p.children_ns[i];
+	}
+	q->nr_children = p.nr_children;
+	return 0;
+}
+
+/*
+ * Collect every child until none is left: the program, and its orphans,
+ * which the subreaper inherits.  The program's status in r->status.
+ */
+static int collect_all(int fd, pid_t prog, struct run_result *r)
+{
+	siginfo_t si;
+	int status, ret;
+
+	for (;;) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == ECHILD ? 0 : -errno;
+		}
+		ret = collect(fd, si.si_pid, r);
+		if (ret)
+			return ret;
+		while (waitpid(si.si_pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (si.si_pid == prog)
+			r->status = status;
+	}
+}
+
+static void sum_row(const struct run_result *r, uint64_t out[NT],
+		    bool children)
+{
+	size_t j;
+	int i;
+
+	memset(out, 0, NT * sizeof(*out));
+	for (j = 0; j < r->n; j++)
+		for (i = 0; i < NT; i++)
+			out[i] += children ? r->procs[j].children[i] :
+					     r->procs[j].own[i];
+}
+
+static uint64_t sum(const uint64_t t[NT])
+{
+	uint64_t s = 0;
+	int i;
+
+	for (i = 0; i < NT; i++)
+		s += t[i];
+	return s;
+}
+
+static void put_text_row(FILE *f, const char *what, const uint64_t t[NT])
+{
+	int i;
+
+	fprintf(f, "%-24s", what);
+	for (i = 0; i < NT; i++)
+		fprintf(f, " %10.3f", t[i] / 1e9);
+	fprintf(f, " %10.3f\n", sum(t) / 1e9);
+}
+
+static void put_text(FILE *f, char **argv, const struct run_result *r)
+{
+	uint64_t own[NT], kids[NT], all[NT];
+	char what[64], safe[TS_COMM_MAX];
+	uint64_t nkids = 0;
+	size_t j;
+	int i;
+
+	sum_row(r, own, false);
+	sum_row(r, kids, true);
+	for (i = 0; i < NT; i++)
+		all[i] = own[i] + kids[i];
+	for (j = 0; j < r->n; j++)
+		nkids += r->procs[j].nr_children;
+	fprintf(f, "taskstate run: %s: ", argv[0]);
+	if (WIFEXITED(r->status))
+		fprintf(f, "exit status %d", WEXITSTATUS(r->status));
+	else
+		fprintf(f, "killed by signal %d", WTERMSIG(r->status));
+	fprintf(f, ", %.3f s\n", r->wall_ns / 1e9);
+	fprintf(f, "%-24s", "seconds in");
+	for (i = 0; i < NT; i++)
+		fprintf(f, " %10s", ts_total_name(i));
+	fprintf(f, " %10s\n", "total");
+	for (j = 0; j < r->n; j++) {
+		const struct run_proc *q = &r->procs[j];
+
+		snprintf(what, sizeof(what), "%" PRIu32 " %s%s", q->pid,
+			 ts_sanitize(safe, sizeof(safe), q->comm),
+			 q->valid ? "" : " (untracked)");
+		put_text_row(f, what, q->own);
+		snprintf(what, sizeof(what), "  its children (%" PRIu64 ")",
+			 q->nr_children);
+		put_text_row(f, what, q->children);
+	}
+	snprintf(what, sizeof(what), "processes (%zu)", r->n);
+	put_text_row(f, what, own);
+	snprintf(what, sizeof(what), "their children (%" PRIu64 ")", nkids);
+	put_text_row(f, what, kids);
+	put_text_row(f, "all", all);
+}
+
+static void put_json_totals(FILE *f, const char *key, const uint64_t t[NT])
+{
+	int i;
+
+	fprintf(f, "\"%s\":{", key);
+	for (i = 0; i < NT; i++)
+		fprintf(f, "%s\"%s_ns\":%" PRIu64, i ? "," : "",
+			ts_total_name(i), t[i]);
+	fputc('}', f);
+}
+
+static void put_json(FILE *f, char **argv, const struct run_result *r)
+{
+	uint64_t own[NT], kids[NT], all[NT];
+	size_t j;
+	int i;
+
+	sum_row(r, own, false);
+	sum_row(r, kids, true);
+	for (i = 0; i < NT; i++)
+		all[i] = own[i] + kids[i];
+	fputs("{\"command\":[", f);
+	for (i = 0; argv[i]; i++) {
+		if (i)
+			fputc(',', f);
+		json_put_string(f, argv[i]);
+	}
+	fputs("],", f);
+	if (WIFEXITED(r->status))
+		fprintf(f, "\"exit_status\":%d,", WEXITSTATUS(r->status));
+	else
+		fprintf(f, "\"signal\":%d,", WTERMSIG(r->status));
+	fprintf(f, "\"wall_ns\":%" PRIu64 ",\"processes\":[", r->wall_ns);
+	for (j = 0; j < r->n; j++) {
+		const struct run_proc *q = &r->procs[j];
+
+		fprintf(f, "%s{\"pid\":%" PRIu32 ",\"comm\":", j ? "," : "",
+			q->pid);
+		json_put_string(f, q->comm);
+		fprintf(f, ",\"tracked\":%s,\"threads\":%" PRIu64 ",",
+			q->valid ? "true" : "false", q->threads);
+		put_json_totals(f, "totals", q->own);
+		fprintf(f, ",\"children\":%" PRIu64 ",", q->nr_children);
+		put_json_totals(f, "children_totals", q->children);
+		fputc('}', f);
+	}
+	fputs("],", f);
+	put_json_totals(f, "totals", all);
+	fputs("}\n", f);
+}
+
+int run_run(int fd, const struct run_opts *o, char **argv)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, oint, oquit;
+	struct run_result r = { 0 };
+	int gate[2], ret, status = EXIT_FAILURE;
+	uint64_t start;
+	FILE *f = stderr;
+	pid_t pid;
+
+	if (o->out) {
+		f = fopen(o->out, "w");
+		if (!f) {
+			fprintf(stderr, "taskstate run: %s: %s\n", o->out,
+				strerror(errno));
+			return EXIT_FAILURE;
+		}
+	}
+	/* Orphans of the program end as ours: read before reaped. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+		fprintf(stderr, "taskstate run: PR_SET_CHILD_SUBREAPER: %s: orphans go uncounted\n",
+			strerror(errno));
+	if (pipe2(gate, O_CLOEXEC)) {
+		perror("taskstate run: pipe");
+		goto out;
+	}
+	start = mono_ns();
+	pid = fork();
+	if (pid < 0) {
+		perror("taskstate run: fork");
+		goto out;
+	}
+	if (!pid) {
+		close(gate[1]);
+		run_child(gate[0], argv);
+	}
+	close(gate[0]);
+	/* As time(1): an interrupt is the program's to handle. */
+	sigaction(SIGINT, &ign, &oint);
+	sigaction(SIGQUIT, &ign, &oquit);
+	ret = taskstate_track(fd, pid, true, NULL);
+	if (ret)
+		fprintf(stderr, "taskstate run: cannot track %s: %s\n", argv[0],
+			strerror(-ret));
+	else if (write(gate[1], "x", 1) != 1)
+		ret = -errno;
+	close(gate[1]);
+	if (ret) {
+		/* The program never ran: nothing to report. */
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		sigaction(SIGINT, &oint, NULL);
+		sigaction(SIGQUIT, &oquit, NULL);
+		goto out;
+	}
+	ret = collect_all(fd, pid, &r);
+	r.wall_ns = mono_ns() - start;
+	sigaction(SIGINT, &oint, NULL);
+	sigaction(SIGQUIT, &oquit, NULL);
+	if (ret) {
+		fprintf(stderr, "taskstate run: %s\n", strerror(-ret));
+		goto out;
+	}
+	if (o->json)
+		put_json(f, argv, &r);
+	else
+		put_text(f, argv, &r);
+	/* The program's status, as time(1) gives it. */
+	if (WIFEXITED(r.status))
+		status = WEXITSTATUS(r.status);
+	else
+		status = 128 + WTERMSIG(r.status);
+out:
+	free(r.procs);
+	if (o->out && fclose(f)) {
+		fprintf(stderr, "taskstate run: %s: %s\n", o->out,
+			strerror(errno));
+		status = EXIT_FAILURE;
+	}
+	return status;
+}
