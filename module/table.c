@@ -370,7 +370,8 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 		memset(s->rec.shown_ns, 0, sizeof(s->rec.shown_ns));
 		memset(s->rec.children_ns, 0, sizeof(s->rec.children_ns));
 		s->rec.nr_children = 0;
-		s->rec.folded = false;
+		s->rec.parent_start_ns = 0;
+		s->rec.ended = false;
 		s->rec.nr_exited = 0;
 		s->rec.walk = 0;
 		/* Later than every record's before: a restart shows. */
@@ -757,7 +758,8 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 		memcpy(next->rec.children_ns, s->rec.children_ns,
 		       sizeof(next->rec.children_ns));
 		next->rec.nr_children = s->rec.nr_children;
-		next->rec.folded = s->rec.folded;
+		next->rec.parent_start_ns = s->rec.parent_start_ns;
+		next->rec.ended = s->rec.ended;
 		next->rec.nr_exited = s->rec.nr_exited;
 		next->rec.start_ns = s->rec.start_ns;
 		next->rec.walk = 0;
@@ -1606,15 +1608,17 @@ void ts_retid(struct task_struct *t)
  * @p: current, a thread of the process, which has exited it last
  *
  * When a process's last thread exits (sched_process_exit with the group's
- * live count at 0), its record's totals, complete but for the exiting
- * threads' last microseconds before their final switch, and its own
- * children's, are added to the children_ns of the record of its parent
- * process at that moment (real_parent: an orphan's is init or a
- * subreaper), if that is tracked with totals; once per record (two
- * threads exiting together may both see the count at 0).  The parent
- * may read them before it reaps the child: the uapi's children_ns, for
- * `taskstate run`.  The walk of the members is one hold of ts_lock, as
- * a record's end is (docs/design.md).
+ * live count at 0), its record ends: nothing is added to it from then on.
+ * Its totals, complete but for the time its exiting threads spend after
+ * the tracepoint (the rest of do_exit(): on 7.2 exit_mm() too), and its
+ * own children's, are added to the children_ns of the record of its
+ * parent process at that moment (real_parent: an orphan's is init or a
+ * subreaper), if that is tracked with totals and has not ended itself (a
+ * parent whose last thread exited, not yet reparenting its children);
+ * parent_start_ns then names that record.  Once per record: two threads
+ * exiting together may both see the count at 0.  The parent may read
+ * them before it reaps the child: the uapi's children_ns, for `taskstate
+ * run`.  The walk of the members is one hold of ts_lock (docs/design.md).
  *
  * Context: the sched_process_exit probe; takes ts_lock.
  */
@@ -1636,22 +1640,26 @@ void ts_proc_exit_fold(struct task_struct *p)
 	if (!s || s->proc == TS_INDEX_NONE)
 		goto out;
 	h = &ts_slots[s->proc];
-	ps = ts_lookup(parent);
-	if (h->rec.folded || !ps || ps->proc == TS_INDEX_NONE ||
-	    ps->proc == s->proc)
+	if (h->rec.ended)
 		goto out;
-	h->rec.folded = true;
+	h->rec.ended = true;
+	ps = ts_lookup(parent);
+	if (!ps || ps->proc == TS_INDEX_NONE || ps->proc == s->proc)
+		goto out;
+	ps = &ts_slots[ps->proc];
+	if (ps->rec.ended)
+		goto out;
 	now = ts_proc_now_locked();
 	memcpy(t, h->rec.exited_ns, sizeof(t));
 	ts_proc_add(t, h, now, true);
 	list_for_each_entry(m, &h->rec.members, proc_node)
 		ts_proc_add(t, m, now, true);
-	ps = &ts_slots[ps->proc];
 	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++)
 		ps->rec.children_ns[i] =
 			ts_add_sat(ps->rec.children_ns[i],
 				   ts_add_sat(t[i], h->rec.children_ns[i]));
 	ps->rec.nr_children += 1 + h->rec.nr_children;
+	h->rec.parent_start_ns = ps->rec.start_ns;
 out:
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	rcu_read_unlock();
@@ -1740,6 +1748,7 @@ retry:
 	memcpy(p->exited_ns, h->rec.exited_ns, sizeof(p->exited_ns));
 	memcpy(p->children_ns, h->rec.children_ns, sizeof(p->children_ns));
 	p->nr_children = h->rec.nr_children;
+	p->parent_start_ns = h->rec.parent_start_ns;
 	memcpy(p->state_ns, h->rec.exited_ns, sizeof(p->state_ns));
 	ts_proc_add(p->state_ns, h, now, false);
 	held = 1;

@@ -58,12 +58,15 @@ struct ts_proc {
 	u64 walk_missed_nr;
 	/*
 	 * Processes that ended as its children (uapi children_ns), each
-	 * with its own children's, folded in when its last thread exited
-	 * (ts_proc_exit_fold()); and whether this one was folded so.
+	 * with its own children's, added when its last thread exited
+	 * (ts_proc_exit_fold()); whether this one's last thread exited
+	 * (ended: nothing is added to it from then on), and the start_ns
+	 * of the record it was added to, 0 if none (uapi parent_start_ns).
 	 */
 	u64 children_ns[TASKSTATE_MAP_NR_TOTALS];
 	u64 nr_children;
-	bool folded;
+	u64 parent_start_ns;
+	bool ended;
 };
 
 /*

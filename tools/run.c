@@ -38,6 +38,8 @@ struct run_proc {
 	uint32_t pid;
 	char comm[TS_COMM_MAX];
 	bool valid;		/* its record was there to read */
+	bool counted;		/* in the sums: not in another row's children */
+	uint64_t parent_start_ns;	/* the record it was added to, or 0 */
 	uint64_t threads;	/* live and exited at its end */
 	uint64_t own[NT];
 	uint64_t children[NT];
@@ -48,6 +50,7 @@ struct run_result {
 	struct run_proc *procs;
 	size_t n;
 	int status;		/* the program's, from waitpid() */
+	bool collected;		/* the program's status is known */
 	uint64_t wall_ns;
 };
 
@@ -62,14 +65,15 @@ static uint64_t mono_ns(void)
 /* The child: wait for the parent's TRACK, then become the program. */
 static void run_child(int gate, char **argv)
 {
-	char c;
+	int c;
 
 	if (read(gate, &c, 1) != 1)
 		_exit(127);
 	close(gate);
 	execvp(argv[0], argv);
-	fprintf(stderr, "taskstate run: %s: %s\n", argv[0], strerror(errno));
-	_exit(errno == ENOENT ? 127 : 126);
+	c = errno;
+	fprintf(stderr, "taskstate run: %s: %s\n", argv[0], strerror(c));
+	_exit(c == ENOENT ? 127 : 126);
 }
 
 /* Read process @pid (a zombie not reaped yet) into a new row. */
@@ -91,6 +95,7 @@ static int collect(int fd, uint32_t pid, struct run_result *r)
 	if (taskstate_process(fd, pid, &p))
 		return 0;
 	q->valid = true;
+	q->parent_start_ns = p.parent_start_ns;
 	q->threads = p.nr_threads + p.nr_exited;
 	for (i = 0; i < NT; i++) {
 		q->own[i] = p.state_ns[i];
@@ -121,8 +126,33 @@ static int collect_all(int fd, pid_t prog, struct run_result *r)
 			return ret;
 		while (waitpid(si.si_pid, &status, 0) < 0 && errno == EINTR)
 			;
-		if (si.si_pid == prog)
+		if (si.si_pid == prog) {
 			r->status = status;
+			r->collected = true;
+		}
+	}
+}
+
+/*
+ * Which rows the sums take: a process the module added to a record when
+ * it ended is in that record's children, and so in the row of the
+ * process that record belongs to (an orphan whose parent ended after
+ * it, say), unless that record is this command's own (with track_all it
+ * is tracked: the program is added to it).
+ */
+static void mark_counted(int fd, struct run_result *r)
+{
+	struct taskstate_process me;
+	uint64_t mine = 0;
+	size_t j;
+
+	if (!taskstate_process(fd, getpid(), &me))
+		mine = me.start_ns;
+	for (j = 0; j < r->n; j++) {
+		struct run_proc *q = &r->procs[j];
+
+		q->counted = q->valid && (!q->parent_start_ns ||
+					  q->parent_start_ns == mine);
 	}
 }
 
@@ -133,10 +163,13 @@ static void sum_row(const struct run_result *r, uint64_t out[NT],
 	int i;
 
 	memset(out, 0, NT * sizeof(*out));
-	for (j = 0; j < r->n; j++)
+	for (j = 0; j < r->n; j++) {
+		if (!r->procs[j].counted)
+			continue;
 		for (i = 0; i < NT; i++)
 			out[i] += children ? r->procs[j].children[i] :
 					     r->procs[j].own[i];
+	}
 }
 
 static uint64_t sum(const uint64_t t[NT])
@@ -172,7 +205,8 @@ static void put_text(FILE *f, char **argv, const struct run_result *r)
 	for (i = 0; i < NT; i++)
 		all[i] = own[i] + kids[i];
 	for (j = 0; j < r->n; j++)
-		nkids += r->procs[j].nr_children;
+		if (r->procs[j].counted)
+			nkids += r->procs[j].nr_children;
 	fprintf(f, "taskstate run: %s: ", argv[0]);
 	if (WIFEXITED(r->status))
 		fprintf(f, "exit status %d", WEXITSTATUS(r->status));
@@ -188,13 +222,16 @@ static void put_text(FILE *f, char **argv, const struct run_result *r)
 
 		snprintf(what, sizeof(what), "%" PRIu32 " %s%s", q->pid,
 			 ts_sanitize(safe, sizeof(safe), q->comm),
-			 q->valid ? "" : " (untracked)");
+			 !q->valid ? " (untracked)" :
+			 !q->counted ? " (in its parent's)" : "");
 		put_text_row(f, what, q->own);
 		snprintf(what, sizeof(what), "  its children (%" PRIu64 ")",
 			 q->nr_children);
 		put_text_row(f, what, q->children);
 	}
-	snprintf(what, sizeof(what), "processes (%zu)", r->n);
+	for (j = 0, i = 0; j < r->n; j++)
+		i += r->procs[j].counted;
+	snprintf(what, sizeof(what), "processes (%d)", i);
 	put_text_row(f, what, own);
 	snprintf(what, sizeof(what), "their children (%" PRIu64 ")", nkids);
 	put_text_row(f, what, kids);
@@ -240,8 +277,9 @@ static void put_json(FILE *f, char **argv, const struct run_result *r)
 		fprintf(f, "%s{\"pid\":%" PRIu32 ",\"comm\":", j ? "," : "",
 			q->pid);
 		json_put_string(f, q->comm);
-		fprintf(f, ",\"tracked\":%s,\"threads\":%" PRIu64 ",",
-			q->valid ? "true" : "false", q->threads);
+		fprintf(f, ",\"tracked\":%s,\"counted\":%s,\"threads\":%" PRIu64
+			",", q->valid ? "true" : "false",
+			q->counted ? "true" : "false", q->threads);
 		put_json_totals(f, "totals", q->own);
 		fprintf(f, ",\"children\":%" PRIu64 ",", q->nr_children);
 		put_json_totals(f, "children_totals", q->children);
@@ -262,7 +300,7 @@ int run_run(int fd, const struct run_opts *o, char **argv)
 	pid_t pid;
 
 	if (o->out) {
-		f = fopen(o->out, "w");
+		f = fopen(o->out, "we");
 		if (!f) {
 			fprintf(stderr, "taskstate run: %s: %s\n", o->out,
 				strerror(errno));
@@ -277,6 +315,8 @@ int run_run(int fd, const struct run_opts *o, char **argv)
 		perror("taskstate run: pipe");
 		goto out;
 	}
+	/* Ignored, children would reap themselves: none would be read. */
+	signal(SIGCHLD, SIG_DFL);
 	start = mono_ns();
 	pid = fork();
 	if (pid < 0) {
@@ -310,10 +350,13 @@ int run_run(int fd, const struct run_opts *o, char **argv)
 	r.wall_ns = mono_ns() - start;
 	sigaction(SIGINT, &oint, NULL);
 	sigaction(SIGQUIT, &oquit, NULL);
+	if (!ret && !r.collected)
+		ret = -ECHILD;
 	if (ret) {
 		fprintf(stderr, "taskstate run: %s\n", strerror(-ret));
 		goto out;
 	}
+	mark_counted(fd, &r);
 	if (o->json)
 		put_json(f, argv, &r);
 	else

@@ -1277,6 +1277,7 @@ TEST_F(abi, process_sizes_are_versions)
 	EXPECT_EQ(40, offsetof(struct taskstate_process, state_ns));
 	EXPECT_EQ(120, offsetof(struct taskstate_process, start_ns));
 	EXPECT_EQ(168, offsetof(struct taskstate_process, nr_children));
+	EXPECT_EQ(176, offsetof(struct taskstate_process, parent_start_ns));
 	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
 		SKIP(return, "the module keeps no totals (totals=0)");
 	memset(&a, 0xcc, sizeof(a));

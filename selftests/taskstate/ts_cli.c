@@ -2477,8 +2477,53 @@ TEST_F_TIMEOUT(cli, run_counts_each_phase, 120)
 	run_free(&r);
 }
 
+/*
+ * A child that spins 0.5 s and exits, unreaped by its parent, which
+ * sleeps 1 s and exits too: the zombie ends as taskstate run's, and its
+ * time, already in its parent's children_ns, must be counted once.
+ */
+static int orphan_zombie(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		spin_until(taskstate_now_ns() + PHASE_NS / 2);
+		_exit(0);
+	}
+	sleep(1);
+	return pid > 0 ? 7 : 1;
+}
+
+TEST_F_TIMEOUT(cli, run_counts_an_adopted_zombie_once, 120)
+{
+	char self_exe[PATH_MAX];
+	double running;
+	struct run r;
+	ssize_t n;
+
+	NEED_SETUP();
+	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
+		SKIP(return, "the module keeps no totals (totals=0)");
+	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	ASSERT_LT(0, n);
+	self_exe[n] = '\0';
+	run_cli(_metadata, self->cli, &r, "run", "-J", "--", self_exe,
+		"--orphan-zombie", NULL);
+	ASSERT_EQ(7, status_code(r.status)) RUN_LOG(&r);
+	ASSERT_TRUE(json_value(r.err.p, 0) != NULL) RUN_LOG(&r);
+	/* The zombie collected, and left to its parent's children. */
+	EXPECT_TRUE(strstr(r.err.p, "\"counted\":false") != NULL) RUN_LOG(&r);
+	running = run_total_s(r.err.p, "running");
+	TH_LOG("running %.3f s: 0.5 s of spin and the start, once", running);
+	EXPECT_LE(0.45, running) RUN_LOG(&r);
+	EXPECT_GE(0.95, running) RUN_LOG(&r);
+	run_free(&r);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--orphan-zombie"))
+		return orphan_zombie();
 	if (argc == 2 && !strcmp(argv[1], "--phases"))
 		return phases(PHASE_NS);
 	if (argc == 2 && !strcmp(argv[1], "--phases-zero"))

@@ -752,11 +752,20 @@ taskstate_map_entry_read_totals(const struct taskstate_map_entry *e,
  *               @children_ns, not part of @state_ns: a process is added
  *               when its last thread exits (not at its reaping, so a
  *               parent reads it before wait() returns), to the record of
- *               its parent at that moment if that is tracked (an orphan's
- *               is init or a subreaper); complete but for its exiting
- *               threads' last microseconds, and for processes that ended
- *               untracked or while their parent was not
+ *               its parent at that moment if that is tracked and has not
+ *               ended (an orphan's parent is init or a subreaper).  Left
+ *               out: what its threads do after the exit tracepoint (the
+ *               rest of do_exit(), on 7.x the release of the address
+ *               space too), processes that ended untracked, and those
+ *               whose parent was untracked or ending.  Totals of a child
+ *               outside the caller's scope (a set-user-ID one) count here
+ *               as wait4()'s rusage counts its CPU time
  * @nr_children: out (version 1): the processes in @children_ns
+ * @parent_start_ns: out (version 1): once the process's last thread has
+ *               exited, the @start_ns of the record it was added to (its
+ *               parent's), else 0: a reader that collects processes
+ *               itself counts one only if it was added to no record it
+ *               reads
  *
  * Errors: ESRCH no such process in the caller's pid namespace;
  * EOPNOTSUPP the module keeps no totals (totals=0); EINTR a signal came
@@ -779,10 +788,11 @@ struct taskstate_process {
 	__aligned_u64 start_ns;
 	__aligned_u64 children_ns[TASKSTATE_MAP_NR_TOTALS];
 	__aligned_u64 nr_children;
+	__aligned_u64 parent_start_ns;
 };
 
 #define TASKSTATE_PROCESS_SIZE_VER0	128
-#define TASKSTATE_PROCESS_SIZE_VER1	176	/* children_ns, nr_children */
+#define TASKSTATE_PROCESS_SIZE_VER1	184	/* children_ns ... parent_start_ns */
 
 #define TASKSTATE_IOC_PROCESS	_IO(TASKSTATE_IOC_TYPE, 0x06)
 
