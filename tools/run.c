@@ -51,6 +51,7 @@ struct run_result {
 	size_t n;
 	int status;		/* the program's, from waitpid() */
 	bool collected;		/* the program's status is known */
+	bool running;		/* processes it started still run */
 	uint64_t wall_ns;
 };
 
@@ -106,8 +107,11 @@ static int collect(int fd, uint32_t pid, struct run_result *r)
 }
 
 /*
- * Collect every child until none is left: the program, and its orphans,
- * which the subreaper inherits.  The program's status in r->status.
+ * Collect children until the program has ended, then those that have
+ * ended too (its orphans, which the subreaper inherits, zombies or
+ * exited meanwhile), as time(1) does not wait for a daemon the program
+ * left running: r->running says some were.  The program's status in
+ * r->status.
  */
 static int collect_all(int fd, pid_t prog, struct run_result *r)
 {
@@ -116,10 +120,15 @@ static int collect_all(int fd, pid_t prog, struct run_result *r)
 
 	for (;;) {
 		memset(&si, 0, sizeof(si));
-		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT) < 0) {
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT |
+			   (r->collected ? WNOHANG : 0)) < 0) {
 			if (errno == EINTR)
 				continue;
 			return errno == ECHILD ? 0 : -errno;
+		}
+		if (!si.si_pid) {
+			r->running = true;
+			return 0;
 		}
 		ret = collect(fd, si.si_pid, r);
 		if (ret)
@@ -212,7 +221,8 @@ static void put_text(FILE *f, char **argv, const struct run_result *r)
 		fprintf(f, "exit status %d", WEXITSTATUS(r->status));
 	else
 		fprintf(f, "killed by signal %d", WTERMSIG(r->status));
-	fprintf(f, ", %.3f s\n", r->wall_ns / 1e9);
+	fprintf(f, ", %.3f s%s\n", r->wall_ns / 1e9,
+		r->running ? "; processes it started still run, not counted" : "");
 	fprintf(f, "%-24s", "seconds in");
 	for (i = 0; i < NT; i++)
 		fprintf(f, " %10s", ts_total_name(i));
@@ -270,7 +280,8 @@ static void put_json(FILE *f, char **argv, const struct run_result *r)
 		fprintf(f, "\"exit_status\":%d,", WEXITSTATUS(r->status));
 	else
 		fprintf(f, "\"signal\":%d,", WTERMSIG(r->status));
-	fprintf(f, "\"wall_ns\":%" PRIu64 ",\"processes\":[", r->wall_ns);
+	fprintf(f, "\"wall_ns\":%" PRIu64 ",\"still_running\":%s,\"processes\":[",
+		r->wall_ns, r->running ? "true" : "false");
 	for (j = 0; j < r->n; j++) {
 		const struct run_proc *q = &r->procs[j];
 

@@ -2520,10 +2520,53 @@ TEST_F_TIMEOUT(cli, run_counts_an_adopted_zombie_once, 120)
 	run_free(&r);
 }
 
+/*
+ * A daemon left running for 3 s by a program that exits at once; it lets
+ * go of stdout and stderr, as daemons do (the test reads them to EOF).
+ */
+static int leave_daemon(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+			_exit(1);
+		sleep(3);
+		_exit(0);
+	}
+	return pid > 0 ? 7 : 1;
+}
+
+/* As time(1): the program's end is the report's, a daemon not waited for. */
+TEST_F_TIMEOUT(cli, run_does_not_wait_for_a_daemon, 60)
+{
+	char self_exe[PATH_MAX];
+	uint64_t took;
+	struct run r;
+	ssize_t n;
+
+	NEED_SETUP();
+	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	ASSERT_LT(0, n);
+	self_exe[n] = '\0';
+	run_cli(_metadata, self->cli, &r, "run", "-J", "--", self_exe,
+		"--leave-daemon", NULL);
+	took = taskstate_now_ns() - r.t0;
+	ASSERT_EQ(7, status_code(r.status)) RUN_LOG(&r);
+	EXPECT_TRUE(strstr(r.err.p, "\"still_running\":true") != NULL) RUN_LOG(&r);
+	TH_LOG("took %.3f s; the daemon sleeps 3 s", took / 1e9);
+	EXPECT_GT(2 * PHASE_NS, took) RUN_LOG(&r);
+	run_free(&r);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--orphan-zombie"))
 		return orphan_zombie();
+	if (argc == 2 && !strcmp(argv[1], "--leave-daemon"))
+		return leave_daemon();
 	if (argc == 2 && !strcmp(argv[1], "--phases"))
 		return phases(PHASE_NS);
 	if (argc == 2 && !strcmp(argv[1], "--phases-zero"))
