@@ -55,7 +55,15 @@
  * The layout is the ABI: the same on 32- and 64-bit (no padding holes,
  * no pointer-sized field), and fields never move.
  */
-_Static_assert(sizeof(struct taskstate_info) <= 128, "see buf[128] below");
+/* Every argument struct fits ARG_MAX bytes (the tests' buffers). */
+#define ARG_MAX_BYTES	256
+_Static_assert(sizeof(struct taskstate_info) <= ARG_MAX_BYTES &&
+	       sizeof(struct taskstate_process) <= ARG_MAX_BYTES &&
+	       sizeof(struct taskstate_track) <= ARG_MAX_BYTES &&
+	       sizeof(struct taskstate_sample) <= ARG_MAX_BYTES &&
+	       sizeof(struct taskstate_list) <= ARG_MAX_BYTES &&
+	       sizeof(struct taskstate_locate) <= ARG_MAX_BYTES,
+	       "an argument struct larger than the tests' buffers");
 _Static_assert(sizeof(struct taskstate_info) >= TASKSTATE_INFO_SIZE_VER0,
 	       "info shorter than version 0");
 _Static_assert(offsetof(struct taskstate_info, nr_tracked) == 40 &&
@@ -591,7 +599,7 @@ TEST_F(abi, larger_struct_tail_is_read_not_written)
 
 TEST_F(abi, size_below_ver0_is_einval)
 {
-	unsigned char buf[128];	/* the largest argument struct fits */
+	unsigned char buf[ARG_MAX_BYTES];	/* every argument struct fits */
 	size_t i, j;
 
 	for (i = 0; i < ARRAY_SIZE(ts_cmds); i++) {
@@ -616,7 +624,7 @@ TEST_F(abi, size_above_page_is_e2big)
 {
 	const uint32_t ps = page_size();
 	const uint32_t sizes[] = { ps + 1, 2 * ps, 0x80000000U, UINT32_MAX };
-	unsigned char buf[128];	/* the largest argument struct fits */
+	unsigned char buf[ARG_MAX_BYTES];	/* every argument struct fits */
 	size_t i, j;
 
 	for (i = 0; i < ARRAY_SIZE(ts_cmds); i++) {
@@ -696,7 +704,7 @@ TEST_F(abi, larger_size_with_nonzero_tail_is_e2big)
 
 TEST_F(abi, nonzero_flags_are_einval)
 {
-	unsigned char buf[128];	/* the largest argument struct fits */
+	unsigned char buf[ARG_MAX_BYTES];	/* every argument struct fits */
 	unsigned int bit;
 	size_t i;
 
