@@ -21,7 +21,7 @@
 static unsigned int max_threads = 32768;
 module_param(max_threads, uint, 0444);
 MODULE_PARM_DESC(max_threads,
-		 "Most threads tracked at once, 64..4194304 (default 32768); about 420 bytes each on 64-bit. Threads beyond it go untracked and are counted.");
+		 "Most threads tracked at once, 64..4194304 (default 32768); about 440 bytes each on 64-bit. Threads beyond it go untracked and are counted.");
 
 static bool track_all = true;
 module_param(track_all, bool, 0444);
