@@ -2438,7 +2438,10 @@ static void run_phases(struct __test_metadata *_metadata, const char *cli,
  * taskstate run: each state's seconds, the program's and its vfork()
  * child's, less what the same steps cost taking no time, within 10% of
  * the phases' (other: under 0.1 s), its exit status passed on, and one
- * process collected with one child.
+ * process collected with one child.  The bound grows by a twentieth of
+ * that cost, the noise of the subtraction: 0.01 to 0.03 s on CI's
+ * kernels.  A kernel where they cost over 1 s (KASAN: 1.7 s, varying by
+ * half a second) cannot be timed so: SKIP.
  */
 TEST_F_TIMEOUT(cli, run_counts_each_phase, 120)
 {
@@ -2448,6 +2451,7 @@ TEST_F_TIMEOUT(cli, run_counts_each_phase, 120)
 		[TASKSTATE_TOTAL_OTHER] = 0,
 	};
 	struct run base, r;
+	double cost;
 	char name[32];
 	size_t i, k;
 
@@ -2458,8 +2462,20 @@ TEST_F_TIMEOUT(cli, run_counts_each_phase, 120)
 		SKIP(return, "one CPU: the spinners pinned to CPU 0 would share it with the rest");
 	run_phases(_metadata, self->cli, &base, "--phases-zero");
 	run_phases(_metadata, self->cli, &r, "--phases");
+	for (i = 0, cost = 0; i < ARRAY_SIZE(want); i++) {
+		snprintf(name, sizeof(name), "%s", taskstate_total_name(i));
+		for (k = 0; name[k]; k++)
+			name[k] = tolower((unsigned char)name[k]);
+		cost += run_total_s(base.err.p, name);
+	}
+	/* A KASAN kernel's execs vary by more than the bound: 1-2 s. */
+	if (cost > 1) {
+		run_free(&base);
+		run_free(&r);
+		SKIP(return, "the steps alone cost %.2f s here, too slow a kernel to time 1 s phases to 10%%", cost);
+	}
 	for (i = 0; i < ARRAY_SIZE(want); i++) {
-		double b, got, tol = want[i] ? want[i] / 10 : 0.1;
+		double b, got, tol = (want[i] ? want[i] / 10 : 0.1) + cost / 20;
 
 		/* The JSON's keys: the uapi's names in lower case. */
 		snprintf(name, sizeof(name), "%s", taskstate_total_name(i));
@@ -2482,12 +2498,12 @@ TEST_F_TIMEOUT(cli, run_counts_each_phase, 120)
  * sleeps 1 s and exits too: the zombie ends as taskstate run's, and its
  * time, already in its parent's children_ns, must be counted once.
  */
-static int orphan_zombie(void)
+static int orphan_zombie(uint64_t spin_ns)
 {
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		spin_until(taskstate_now_ns() + PHASE_NS / 2);
+		spin_until(taskstate_now_ns() + spin_ns);
 		_exit(0);
 	}
 	sleep(1);
@@ -2497,7 +2513,7 @@ static int orphan_zombie(void)
 TEST_F_TIMEOUT(cli, run_counts_an_adopted_zombie_once, 120)
 {
 	char self_exe[PATH_MAX];
-	double running;
+	double running, base;
 	struct run r;
 	ssize_t n;
 
@@ -2507,16 +2523,23 @@ TEST_F_TIMEOUT(cli, run_counts_an_adopted_zombie_once, 120)
 	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
 	ASSERT_LT(0, n);
 	self_exe[n] = '\0';
+	/* The same without the spin: what the start and the fork cost. */
+	run_cli(_metadata, self->cli, &r, "run", "-J", "--", self_exe,
+		"--orphan-zombie-zero", NULL);
+	ASSERT_EQ(7, status_code(r.status)) RUN_LOG(&r);
+	base = run_total_s(r.err.p, "running");
+	run_free(&r);
 	run_cli(_metadata, self->cli, &r, "run", "-J", "--", self_exe,
 		"--orphan-zombie", NULL);
 	ASSERT_EQ(7, status_code(r.status)) RUN_LOG(&r);
 	ASSERT_TRUE(json_value(r.err.p, 0) != NULL) RUN_LOG(&r);
 	/* The zombie collected, and left to its parent's children. */
 	EXPECT_TRUE(strstr(r.err.p, "\"counted\":false") != NULL) RUN_LOG(&r);
-	running = run_total_s(r.err.p, "running");
-	TH_LOG("running %.3f s: 0.5 s of spin and the start, once", running);
-	EXPECT_LE(0.45, running) RUN_LOG(&r);
-	EXPECT_GE(0.95, running) RUN_LOG(&r);
+	running = run_total_s(r.err.p, "running") - base;
+	TH_LOG("running %.3f s more than without the spin (%.3f s): 0.5 s, once",
+	       running, base);
+	EXPECT_LE(0.4 - base / 10, running) RUN_LOG(&r);
+	EXPECT_GE(0.6 + base / 10, running) RUN_LOG(&r);
 	run_free(&r);
 }
 
@@ -2564,7 +2587,9 @@ TEST_F_TIMEOUT(cli, run_does_not_wait_for_a_daemon, 60)
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--orphan-zombie"))
-		return orphan_zombie();
+		return orphan_zombie(PHASE_NS / 2);
+	if (argc == 2 && !strcmp(argv[1], "--orphan-zombie-zero"))
+		return orphan_zombie(0);
 	if (argc == 2 && !strcmp(argv[1], "--leave-daemon"))
 		return leave_daemon();
 	if (argc == 2 && !strcmp(argv[1], "--phases"))
