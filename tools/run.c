@@ -165,20 +165,33 @@ static void mark_counted(int fd, struct run_result *r)
 	}
 }
 
-static void sum_row(const struct run_result *r, uint64_t out[NT],
-		    bool children)
+/* The sums both reports give: over the rows mark_counted() kept. */
+struct run_sums {
+	uint64_t own[NT], kids[NT], all[NT];
+	uint64_t nkids;		/* processes in kids */
+	unsigned int nprocs;	/* rows counted */
+};
+
+static void run_sums(const struct run_result *r, struct run_sums *t)
 {
 	size_t j;
 	int i;
 
-	memset(out, 0, NT * sizeof(*out));
+	memset(t, 0, sizeof(*t));
 	for (j = 0; j < r->n; j++) {
-		if (!r->procs[j].counted)
+		const struct run_proc *q = &r->procs[j];
+
+		if (!q->counted)
 			continue;
-		for (i = 0; i < NT; i++)
-			out[i] += children ? r->procs[j].children[i] :
-					     r->procs[j].own[i];
+		for (i = 0; i < NT; i++) {
+			t->own[i] += q->own[i];
+			t->kids[i] += q->children[i];
+		}
+		t->nkids += q->nr_children;
+		t->nprocs++;
 	}
+	for (i = 0; i < NT; i++)
+		t->all[i] = t->own[i] + t->kids[i];
 }
 
 static uint64_t sum(const uint64_t t[NT])
@@ -203,19 +216,12 @@ static void put_text_row(FILE *f, const char *what, const uint64_t t[NT])
 
 static void put_text(FILE *f, char **argv, const struct run_result *r)
 {
-	uint64_t own[NT], kids[NT], all[NT];
 	char what[64], safe[TS_COMM_MAX];
-	uint64_t nkids = 0;
+	struct run_sums t;
 	size_t j;
 	int i;
 
-	sum_row(r, own, false);
-	sum_row(r, kids, true);
-	for (i = 0; i < NT; i++)
-		all[i] = own[i] + kids[i];
-	for (j = 0; j < r->n; j++)
-		if (r->procs[j].counted)
-			nkids += r->procs[j].nr_children;
+	run_sums(r, &t);
 	fprintf(f, "taskstate run: %s: ", argv[0]);
 	if (WIFEXITED(r->status))
 		fprintf(f, "exit status %d", WEXITSTATUS(r->status));
@@ -239,13 +245,11 @@ static void put_text(FILE *f, char **argv, const struct run_result *r)
 			 q->nr_children);
 		put_text_row(f, what, q->children);
 	}
-	for (j = 0, i = 0; j < r->n; j++)
-		i += r->procs[j].counted;
-	snprintf(what, sizeof(what), "processes (%d)", i);
-	put_text_row(f, what, own);
-	snprintf(what, sizeof(what), "their children (%" PRIu64 ")", nkids);
-	put_text_row(f, what, kids);
-	put_text_row(f, "all", all);
+	snprintf(what, sizeof(what), "processes (%u)", t.nprocs);
+	put_text_row(f, what, t.own);
+	snprintf(what, sizeof(what), "their children (%" PRIu64 ")", t.nkids);
+	put_text_row(f, what, t.kids);
+	put_text_row(f, "all", t.all);
 }
 
 static void put_json_totals(FILE *f, const char *key, const uint64_t t[NT])
@@ -261,14 +265,11 @@ static void put_json_totals(FILE *f, const char *key, const uint64_t t[NT])
 
 static void put_json(FILE *f, char **argv, const struct run_result *r)
 {
-	uint64_t own[NT], kids[NT], all[NT];
+	struct run_sums t;
 	size_t j;
 	int i;
 
-	sum_row(r, own, false);
-	sum_row(r, kids, true);
-	for (i = 0; i < NT; i++)
-		all[i] = own[i] + kids[i];
+	run_sums(r, &t);
 	fputs("{\"command\":[", f);
 	for (i = 0; argv[i]; i++) {
 		if (i)
@@ -297,7 +298,7 @@ static void put_json(FILE *f, char **argv, const struct run_result *r)
 		fputc('}', f);
 	}
 	fputs("],", f);
-	put_json_totals(f, "totals", all);
+	put_json_totals(f, "totals", t.all);
 	fputs("}\n", f);
 }
 
