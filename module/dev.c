@@ -47,6 +47,8 @@ static_assert(sizeof(struct taskstate_list) == TASKSTATE_LIST_SIZE_VER1);
 static_assert(sizeof(struct taskstate_locate) == TASKSTATE_LOCATE_SIZE_VER0);
 static_assert(sizeof(struct taskstate_process) == TASKSTATE_PROCESS_SIZE_VER1);
 static_assert(sizeof(struct taskstate_totals) == 48);
+static_assert(sizeof(struct taskstate_exits) == TASKSTATE_EXITS_SIZE_VER0);
+static_assert(sizeof(struct taskstate_exit) == 80);
 
 static bool ts_dev_track_all;
 
@@ -242,8 +244,9 @@ static s64 ts_boottime_offset_ns(void)
 	return (s64)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
 }
 
-static long ts_ioctl_info(struct ts_scope *sc, void *arg)
+static long ts_ioctl_info(struct ts_file *f, void *arg)
 {
+	struct ts_scope *sc = f->sc;
 	struct taskstate_info *info = arg;
 	u32 usize = info->size;
 
@@ -330,23 +333,53 @@ static int ts_track_threads(struct ts_scope *sc, struct task_struct *p,
 }
 
 /*
+ * TRACK's TASKSTATE_TRACK_EXITS: point process @p's record (@p tracked
+ * just now) at the descriptor's log.  A scoped descriptor's look that
+ * sees @p and the attach must have no set-user-ID exec between them
+ * (ts_exits_attach()): a few looks, then -EAGAIN, as unlikely as four
+ * set-id execs on the machine within as many looks.
+ */
+#define TS_EXITS_TRIES	4
+
+static int ts_track_exits(struct ts_file *f,
+			  const struct taskstate_track *args,
+			  struct task_struct *p)
+{
+	unsigned long seen;
+	int i, ret = -EAGAIN;
+
+	for (i = 0; i < TS_EXITS_TRIES && ret == -EAGAIN; i++) {
+		seen = ts_setid_execs_now();
+		rcu_read_lock();
+		ret = ts_track_task(f->sc, args) == p ?
+		      ts_exits_attach(p, f->exits, seen) : -ESRCH;
+		rcu_read_unlock();
+	}
+	return ret;
+}
+
+/*
  * TRACK attaches the probes if they are not (ts_probes_get()), publishes
  * the slots, waits a grace period, then gives the threads their current
  * state (ts_snapshot()).  A table that fills up part way leaves the
  * threads tracked so far tracked, and the call fails with ENOSPC.
  */
-static long ts_ioctl_track(struct ts_scope *sc, void *arg)
+static long ts_ioctl_track(struct ts_file *f, void *arg)
 {
+	struct ts_scope *sc = f->sc;
 	struct taskstate_track *args = arg;
 	bool process = args->flags & TASKSTATE_TRACK_PROCESS;
+	bool exits = args->flags & TASKSTATE_TRACK_EXITS;
 	unsigned int hold_ms = ts_hook_track_hold();
 	struct task_struct *p, *t;
 	unsigned long seen;
 	u64 upto;
 	int ret;
 
-	if (args->__pad)
+	if (args->__pad || (exits && !process))
 		return -EINVAL;
+	if (exits && !ts_totals)
+		return -EOPNOTSUPP;
 	args->nr_threads = 0;
 	/*
 	 * A scoped caller naming nothing it may see is answered before the
@@ -359,6 +392,15 @@ static long ts_ioctl_track(struct ts_scope *sc, void *arg)
 		rcu_read_unlock();
 		if (!p)
 			return -ESRCH;
+	}
+	/* The descriptor's log, once: before the table lock is taken. */
+	if (exits && !READ_ONCE(f->exits)) {
+		struct ts_exits *x = ts_exits_new(sc ? &sc->owner : NULL);
+
+		if (!x)
+			return -ENOMEM;
+		if (cmpxchg(&f->exits, NULL, x))
+			ts_exits_free(x);	/* another TRACK's came first */
 	}
 	/* The probes first: every slot must have its free probe. */
 	ret = ts_probes_get();
@@ -378,6 +420,8 @@ static long ts_ioctl_track(struct ts_scope *sc, void *arg)
 		get_task_struct(p);
 	}
 	rcu_read_unlock();
+	if (p && !ret && exits)
+		ret = ts_track_exits(f, args, p);
 	ts_probes_put();
 	if (!p)
 		return -ESRCH;
@@ -402,8 +446,9 @@ static long ts_ioctl_track(struct ts_scope *sc, void *arg)
  * descriptor only what it tracked itself.  Untracking the last tracked
  * thread detaches the probes (ts_probes_idle()).
  */
-static long ts_ioctl_untrack(struct ts_scope *sc, void *arg)
+static long ts_ioctl_untrack(struct ts_file *f, void *arg)
 {
+	struct ts_scope *sc = f->sc;
 	struct taskstate_track *args = arg;
 	struct task_struct *p, *t;
 
@@ -456,8 +501,9 @@ none:
 	return false;
 }
 
-static long ts_ioctl_sample(struct ts_scope *sc, void *arg)
+static long ts_ioctl_sample(struct ts_file *f, void *arg)
 {
+	struct ts_scope *sc = f->sc;
 	struct taskstate_sample *args = arg;
 	long found;
 
@@ -509,8 +555,9 @@ static bool ts_locate_one(struct ts_batch *b, u32 i)
 	return false;
 }
 
-static long ts_ioctl_locate(struct ts_scope *sc, void *arg)
+static long ts_ioctl_locate(struct ts_file *f, void *arg)
 {
+	struct ts_scope *sc = f->sc;
 	struct taskstate_locate *args = arg;
 	long found;
 
@@ -525,8 +572,9 @@ static long ts_ioctl_locate(struct ts_scope *sc, void *arg)
  * LIST: the tracked threads visible in the caller's pid namespace (of
  * one process, with @pid), as many as fit, and how many there are.
  */
-static long ts_ioctl_list(struct ts_scope *sc, void *arg)
+static long ts_ioctl_list(struct ts_file *f, void *arg)
 {
+	struct ts_scope *sc = f->sc;
 	struct taskstate_list *args = arg;
 	unsigned int idx, used, n = 0;
 	struct task_struct *t;
@@ -587,8 +635,9 @@ out:
 }
 
 /* PROCESS: a process's totals, its exited threads' included (table.c). */
-static long ts_ioctl_process(struct ts_scope *sc, void *arg)
+static long ts_ioctl_process(struct ts_file *f, void *arg)
 {
+	struct ts_scope *sc = f->sc;
 	struct taskstate_process *args = arg;
 	u32 usize = args->size, pid = args->pid;
 	struct task_struct *p;
@@ -613,6 +662,43 @@ static long ts_ioctl_process(struct ts_scope *sc, void *arg)
 	return ret;
 }
 
+/*
+ * EXITS: the oldest entries of the descriptor's log of thread exits
+ * (table.c), through a buffer: they are copied out under ts_lock.  Those
+ * the caller's buffer could not take are counted in the next call's lost.
+ */
+static long ts_ioctl_exits(struct ts_file *f, void *arg)
+{
+	struct taskstate_exits *args = arg;
+	struct ts_exits *x = READ_ONCE(f->exits);
+	struct taskstate_exit *buf;
+	unsigned int n;
+
+	if (args->__pad)
+		return -EINVAL;
+	args->lost = 0;
+	n = min_t(u32, args->count, TASKSTATE_EXITS_LOG);
+	args->count = 0;
+	if (!x || !n)
+		return 0;
+	if (!ts_user_ptr_fits(args->exits))
+		return -EFAULT;
+	buf = kvmalloc_array(n, sizeof(*buf), GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	n = ts_exits_take(x, buf, n, &args->lost);
+	if (copy_to_user(u64_to_user_ptr(args->exits), buf,
+			 n * sizeof(*buf))) {
+		/* Not delivered: the next call's lost, with what this took. */
+		ts_exits_lose(x, n + args->lost);
+		kvfree(buf);
+		return -EFAULT;
+	}
+	kvfree(buf);
+	args->count = n;
+	return 0;
+}
+
 /* Every argument struct starts with its size, then its flags. */
 struct ts_ioctl_head {
 	u32 size;
@@ -627,6 +713,7 @@ union ts_ioctl_buf {
 	struct taskstate_list list;
 	struct taskstate_locate locate;
 	struct taskstate_process process;
+	struct taskstate_exits exits;
 };
 
 /*
@@ -638,7 +725,7 @@ struct ts_ioctl_op {
 	u32 size;
 	u32 min_size;
 	u32 flags;
-	long (*execute)(struct ts_scope *sc, void *arg);
+	long (*execute)(struct ts_file *f, void *arg);
 };
 
 #define TS_IOCTL_OP(_cmd, _fn, _struct, _min_size, _flags)		\
@@ -659,7 +746,7 @@ static const struct ts_ioctl_op ts_ioctl_ops[] = {
 		    TASKSTATE_INFO_SIZE_VER0, 0),
 	TS_IOCTL_OP(TASKSTATE_IOC_TRACK, ts_ioctl_track,
 		    struct taskstate_track, TASKSTATE_TRACK_SIZE_VER0,
-		    TASKSTATE_TRACK_PROCESS),
+		    TASKSTATE_TRACK_PROCESS | TASKSTATE_TRACK_EXITS),
 	TS_IOCTL_OP(TASKSTATE_IOC_UNTRACK, ts_ioctl_untrack,
 		    struct taskstate_track, TASKSTATE_TRACK_SIZE_VER0,
 		    TASKSTATE_TRACK_PROCESS),
@@ -671,9 +758,11 @@ static const struct ts_ioctl_op ts_ioctl_ops[] = {
 		    struct taskstate_locate, TASKSTATE_LOCATE_SIZE_VER0, 0),
 	TS_IOCTL_OP(TASKSTATE_IOC_PROCESS, ts_ioctl_process,
 		    struct taskstate_process, TASKSTATE_PROCESS_SIZE_VER0, 0),
+	TS_IOCTL_OP(TASKSTATE_IOC_EXITS, ts_ioctl_exits,
+		    struct taskstate_exits, TASKSTATE_EXITS_SIZE_VER0, 0),
 };
 
-/* The row of @cmd, or NULL: seven rows, a scan. */
+/* The row of @cmd, or NULL: eight rows, a scan. */
 static const struct ts_ioctl_op *ts_ioctl_op_of(unsigned int cmd)
 {
 	const struct ts_ioctl_op *op;
@@ -716,37 +805,58 @@ static long ts_dev_ioctl(struct file *file, unsigned int cmd,
 }
 
 /*
- * A privileged open sees everything (private_data NULL, where misc_open()
- * left the miscdevice); any other gets a scope, unless the unprivileged
- * parameter is off (EPERM, as before scopes existed).
+ * A privileged open sees everything (a ts_file without a scope); any
+ * other gets a scope, unless the unprivileged parameter is off (EPERM, as
+ * before scopes existed).
  */
 static int ts_dev_open(struct inode *inode, struct file *file)
 {
-	struct ts_scope *sc;
+	bool scoped = !perfmon_capable();
+	struct ts_file *f;
+	int ret = -ENOMEM;
 
-	file->private_data = NULL;
-	if (!perfmon_capable()) {
-		if (!READ_ONCE(ts_unprivileged))
-			return -EPERM;
-		sc = ts_scope_new();
-		if (!sc)
-			return -ENOMEM;
-		file->private_data = sc;
+	if (scoped && !READ_ONCE(ts_unprivileged))
+		return -EPERM;
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
+	if (!f)
+		return -ENOMEM;
+	if (scoped) {
+		f->sc = ts_scope_new();
+		if (!f->sc)
+			goto err_free;
 	}
-	return nonseekable_open(inode, file);
+	ret = nonseekable_open(inode, file);
+	if (ret)
+		goto err_scope;
+	file->private_data = f;
+	return 0;
+
+err_scope:
+	if (f->sc)
+		ts_scope_put(f->sc);
+err_free:
+	kfree(f);
+	return ret;
 }
 
-/* The last holder closed it: what its scope tracked ends. */
+/*
+ * The last holder closed it: its log goes, and what its scope tracked
+ * ends.
+ */
 static int ts_dev_release(struct inode *inode, struct file *file)
 {
-	struct ts_scope *sc = file->private_data;
+	struct ts_file *f = file->private_data;
+	struct ts_scope *sc = f->sc;
 
+	if (f->exits)
+		ts_exits_free(f->exits);
 	if (sc) {
 		ts_untrack_owned(&sc->owner);
 		ts_owner_pages_put(&sc->owner);
 		ts_scope_put(sc);
 		ts_probes_idle();
 	}
+	kfree(f);
 	return 0;
 }
 

@@ -114,7 +114,8 @@ static const struct vm_operations_struct ts_map_vm_ops = {
  */
 static vm_fault_t ts_view_fault(struct vm_fault *vmf)
 {
-	struct ts_scope *sc = vmf->vma->vm_file->private_data;
+	struct ts_file *f = vmf->vma->vm_file->private_data;
+	struct ts_scope *sc = f->sc;
 	int pg;
 
 	pg = ts_view_page(&sc->owner, vmf->pgoff);
@@ -151,7 +152,8 @@ static const struct vm_operations_struct ts_view_vm_ops = {
  */
 int ts_dev_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	struct ts_scope *sc = file->private_data;
+	struct ts_file *f = file->private_data;
+	struct ts_scope *sc = f->sc;
 	unsigned long pages = (sc ? ts_view_size() : ts_map_size()) >>
 			      PAGE_SHIFT;
 

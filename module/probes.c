@@ -28,7 +28,9 @@
  *    callback after release_task(); the task has made its final switch.
  *  - sched_process_exec (fs/exec.c, exec_binprm()) and sched_process_exit
  *    (kernel/exit.c, do_exit()): write no word, only the entry's tid after
- *    de_thread(), under ts_lock (ts_retid()).
+ *    de_thread(), under ts_lock (ts_retid()); the exit probe also reads
+ *    the thread's totals into a log of exits, under ts_lock, if its
+ *    process has one (ts_exits_log()).
  *
  * Hence a plain store (ts_word_store()) is enough, and the probes may read
  * their own word to skip a store that would not change the state, and
@@ -48,8 +50,9 @@
  *
  * Probe context: preemption disabled, on most events a raw run queue lock
  * held.  So no allocation, no sleeping lock, no printk here; the newtask
- * and free probes, and the exec and exit probes when a tid changed, take
- * ts_lock (raw, irqsave), which no scheduler path holds.
+ * and free probes, and the exec and exit probes when a tid changed (or a
+ * log of exits exists), take ts_lock (raw, irqsave), which no scheduler
+ * path holds.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 /* entry.h: the probes test the totals parameter as a static branch. */
@@ -240,6 +243,9 @@ static notrace void ts_probe_exit(void *data, TS_EXIT_PROBE_ARGS)
 	/* An exec that failed after its new ids never reached the probe. */
 	if (s && ts_entry_scoped(s))
 		ts_exec_leave_scope(p, false, true);
+	/* Its totals, into its process's log of exits if it has one. */
+	if (s && ts_exits_maybe(s))
+		ts_exits_log(p);
 	/* The process's last thread: its totals go to its parent's record. */
 	if (ts_totals_on() && !atomic_read(&p->signal->live) &&
 	    (s || ts_lookup(READ_ONCE(p->group_leader))))

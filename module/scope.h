@@ -37,6 +37,16 @@ struct ts_scope {
 	struct ts_owner owner;		/* its slots, table.c's */
 };
 
+/*
+ * What an open /dev/taskstate holds: its scope (NULL: privileged, it
+ * sees every thread), and the log of thread exits its first TRACK with
+ * TASKSTATE_TRACK_EXITS made (dev.c), or NULL.
+ */
+struct ts_file {
+	struct ts_scope *sc;
+	struct ts_exits *exits;
+};
+
 extern bool ts_unprivileged;
 
 struct ts_scope *ts_scope_new(void);

@@ -372,6 +372,7 @@ static void ts_proc_join_locked(struct ts_slot *s, struct task_struct *t)
 		s->rec.nr_children = 0;
 		s->rec.parent_start_ns = 0;
 		s->rec.ended = false;
+		s->rec.exits = NULL;
 		s->rec.nr_exited = 0;
 		s->rec.walk = 0;
 		/* Later than every record's before: a restart shows. */
@@ -760,6 +761,16 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 		next->rec.nr_children = s->rec.nr_children;
 		next->rec.parent_start_ns = s->rec.parent_start_ns;
 		next->rec.ended = s->rec.ended;
+		next->rec.exits = s->rec.exits;
+		s->rec.exits = NULL;
+		/*
+		 * A log being closed may have passed @next's slot already
+		 * (ts_exits_free()): no record may point at it from here.
+		 */
+		if (next->rec.exits && next->rec.exits->closing) {
+			next->rec.exits->nr_records--;
+			next->rec.exits = NULL;
+		}
 		next->rec.nr_exited = s->rec.nr_exited;
 		next->rec.start_ns = s->rec.start_ns;
 		next->rec.walk = 0;
@@ -778,6 +789,10 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 	list_for_each_entry_safe(m, next, &s->rec.members, proc_node) {
 		list_del(&m->proc_node);
 		m->proc = TS_INDEX_NONE;
+	}
+	if (s->rec.exits) {
+		s->rec.exits->nr_records--;
+		s->rec.exits = NULL;
 	}
 }
 
@@ -929,17 +944,46 @@ static bool ts_cred_is(const struct cred *c, kuid_t uid, kgid_t gid)
 	       gid_eq(c->sgid, gid) && gid_eq(c->fsgid, gid);
 }
 
-/* Are a new task's ids all @owner's opener's, and is it dumpable? */
-static bool ts_new_task_in(struct task_struct *child,
-			   const struct ts_owner *owner)
+/* Are a new task's ids all @uid and @gid, and is it dumpable? */
+static bool ts_new_task_is(struct task_struct *child, kuid_t uid, kgid_t gid)
 {
 	bool in;
 
 	rcu_read_lock();
-	in = ts_cred_is(__task_cred(child), owner->uid, owner->gid) &&
+	in = ts_cred_is(__task_cred(child), uid, gid) &&
 	     ts_new_task_dumpable(child);
 	rcu_read_unlock();
 	return in;
+}
+
+/* Is a new task in @owner's scope, as far as its ids and dumpability go? */
+static bool ts_new_task_in(struct task_struct *child,
+			   const struct ts_owner *owner)
+{
+	return ts_new_task_is(child, owner->uid, owner->gid);
+}
+
+/*
+ * @child, a new task just inserted, starts a process (its own record):
+ * its exits go where its creator's process's go (uapi "DOC: Thread
+ * exits"), for a scoped log only if it is in that scope.
+ */
+static void ts_exits_inherit_locked(struct task_struct *child,
+				    const struct ts_slot *parent)
+{
+	struct ts_slot *cs = ts_lookup(child);
+	struct ts_exits *x;
+
+	/* One a TRACK inserted before this probe (its pid was there) keeps its own. */
+	if (!cs || cs->proc != cs - ts_slots || cs->rec.exits ||
+	    parent->proc == TS_INDEX_NONE)
+		return;
+	x = ts_slots[parent->proc].rec.exits;
+	if (!x || x->closing ||
+	    (x->scoped && !ts_new_task_is(child, x->uid, x->gid)))
+		return;
+	cs->rec.exits = x;
+	x->nr_records++;
 }
 
 /**
@@ -997,6 +1041,8 @@ void ts_track_child(struct task_struct *child, struct task_struct *parent,
 	 */
 	if (ts_insert_locked(child, TS_SLOT_INHERIT, owner, place) == -ENOSPC)
 		atomic_long_inc(&ts_nr_untracked);
+	else if (s)
+		ts_exits_inherit_locked(child, s);
 out_unlock:
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
@@ -1446,6 +1492,15 @@ void ts_exec_leave_scope(struct task_struct *t, bool secure, bool exiting)
 	if (setid)	/* after the ids: pairs with ts_setid_execs_now() */
 		smp_store_release(&ts_setid_execs, ts_setid_execs + 1);
 	s = ts_lookup(t);
+	/* Out of a scoped log's scope: its exits are not logged from now. */
+	if (setid && s && s->proc != TS_INDEX_NONE) {
+		struct ts_proc *rec = &ts_slots[s->proc].rec;
+
+		if (rec->exits && rec->exits->scoped) {
+			rec->exits->nr_records--;
+			rec->exits = NULL;
+		}
+	}
 	owner = s ? ts_entry_owner(s) : NULL;
 	if (owner && (setid || !ts_cred_is(c, owner->uid, owner->gid))) {
 		ret = ts_entry_move_locked(s, NULL);
@@ -1663,6 +1718,213 @@ void ts_proc_exit_fold(struct task_struct *p)
 out:
 	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 	rcu_read_unlock();
+}
+
+/*
+ * Thread exit logs (uapi "DOC: Thread exits").  A process's record points
+ * at the log of the descriptor whose TRACK asked (ts_exits_attach()), a
+ * process started from it at the same one (ts_exits_inherit_locked()),
+ * and its threads write their totals there as they exit
+ * (ts_exits_log()).  Every pointer to a log, its count of them and its
+ * ring are under ts_lock: the pointer goes with the record (handed over
+ * by an exec, cleared at its end, ts_proc_leave_locked()), and a log is
+ * freed only after its close cleared every one left (ts_exits_free()).
+ * No allocation but the log's own, at the TRACK that asks for it.
+ */
+unsigned int ts_nr_exits;	/* logs that exist: the exit probe's filter */
+
+/**
+ * ts_exits_new() - a log of thread exits, for a descriptor
+ * @owner: the scoped descriptor's (its exits are its scope's only), or
+ *         NULL for a privileged one
+ *
+ * Its tids are in the caller's pid namespace.
+ *
+ * Context: process context, may sleep; takes ts_lock.
+ * Return: the log, or NULL without memory.
+ */
+struct ts_exits *ts_exits_new(const struct ts_owner *owner)
+{
+	struct ts_exits *x = kvzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
+	unsigned long irqflags;
+
+	if (!x)
+		return NULL;
+	x->ns = get_pid_ns(task_active_pid_ns(current));
+	if (owner) {
+		x->scoped = true;
+		x->uid = owner->uid;
+		x->gid = owner->gid;
+	}
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	WRITE_ONCE(ts_nr_exits, ts_nr_exits + 1);
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	return x;
+}
+
+/**
+ * ts_exits_free() - close a log
+ * @x: the log, whose descriptor is being closed
+ *
+ * Refuse it to new processes, then clear the records that point at it,
+ * TS_PROC_CHUNK slots per hold of ts_lock, and free it.
+ *
+ * Context: process context, may sleep; takes ts_lock.
+ */
+void ts_exits_free(struct ts_exits *x)
+{
+	unsigned long irqflags;
+	unsigned int i = 0, end;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	x->closing = true;
+	while (x->nr_records && i < ts_hwm) {
+		for (end = min(i + TS_PROC_CHUNK, ts_hwm); i < end; i++) {
+			struct ts_slot *s = &ts_slots[i];
+
+			if (s->proc == i && s->rec.exits == x) {
+				s->rec.exits = NULL;
+				x->nr_records--;
+			}
+		}
+		raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+		cond_resched();
+		raw_spin_lock_irqsave(&ts_lock, irqflags);
+	}
+	WARN_ON_ONCE(x->nr_records);
+	WRITE_ONCE(ts_nr_exits, ts_nr_exits - 1);
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	put_pid_ns(x->ns);
+	kvfree(x);
+}
+
+/**
+ * ts_exits_attach() - log a tracked process's exits
+ * @leader: its leader, found by the caller under rcu_read_lock()
+ * @x: the log
+ * @seen: for a scoped log, ts_setid_execs_now() before the caller
+ *        decided its scope sees @leader
+ *
+ * A set-user-ID exec between that look and this attach would find no
+ * pointer to clear (ts_exec_leave_scope()): so a scoped log attaches
+ * only if no such exec happened since (the count, under ts_lock, as
+ * ts_track() places entries), else the caller looks again.
+ *
+ * Context: process context, under rcu_read_lock(); takes ts_lock.
+ * Return: 0; -ESRCH if @leader holds no record (not tracked, or the
+ * module keeps no totals); -EBUSY if its record logs to another log;
+ * -EAGAIN for a scoped log after a set-id exec since @seen.
+ */
+int ts_exits_attach(struct task_struct *leader, struct ts_exits *x,
+		    unsigned long seen)
+{
+	unsigned long irqflags;
+	struct ts_slot *s;
+	int ret = 0;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	s = ts_lookup(leader);
+	if (x->scoped && ts_setid_execs != seen)
+		ret = -EAGAIN;
+	else if (!s || s->proc != s - ts_slots)
+		ret = -ESRCH;
+	else if (s->rec.exits && s->rec.exits != x)
+		ret = -EBUSY;
+	else if (!s->rec.exits) {
+		s->rec.exits = x;
+		x->nr_records++;
+	}
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	return ret;
+}
+
+/**
+ * ts_exits_log() - an exiting thread's totals, into its process's log
+ * @p: current, at sched_process_exit
+ *
+ * If @p's record logs its exits, one entry: @p's part of the record's
+ * totals, up to now (ts_proc_add()), as the record's fold counts it
+ * (ts_proc_exit_fold()).  A full log counts it lost.  A scoped log takes
+ * only threads whose ids are all its opener's.
+ *
+ * Context: the sched_process_exit probe; takes ts_lock.
+ */
+void ts_exits_log(struct task_struct *p)
+{
+	struct taskstate_exit *e;
+	unsigned long irqflags;
+	struct ts_exits *x;
+	struct ts_slot *s, *h;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	s = ts_lookup(p);
+	if (!s || s->proc == TS_INDEX_NONE)
+		goto out;
+	h = &ts_slots[s->proc];
+	x = h->rec.exits;
+	if (!x || (x->scoped && !ts_cred_is(current_cred(), x->uid, x->gid)))
+		goto out;
+	if (x->len == TASKSTATE_EXITS_LOG) {
+		x->lost++;
+		goto out;
+	}
+	e = &x->ring[(x->head + x->len++) % TASKSTATE_EXITS_LOG];
+	memset(e, 0, sizeof(*e));
+	ts_proc_add(e->state_ns, s, ts_proc_now_locked(), true);
+	e->tid = task_pid_nr_ns(p, x->ns);
+	e->tgid = task_tgid_nr_ns(p, x->ns);
+	e->proc_start_ns = h->rec.start_ns;
+	e->since_ns = s->join_ns;
+	/* current's own comm; a write to it (/proc) is under task_lock(). */
+	data_race(memcpy(e->comm, p->comm, sizeof(e->comm)));
+	e->comm[sizeof(e->comm) - 1] = '\0';
+out:
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+}
+
+/**
+ * ts_exits_take() - take the oldest entries out of a log
+ * @x: the log
+ * @out: room for @n entries
+ * @n: how many at most
+ * @lost: set to the exits lost since the last take, then reset
+ *
+ * Context: process context; takes ts_lock.
+ * Return: how many entries @out got.
+ */
+unsigned int ts_exits_take(struct ts_exits *x, struct taskstate_exit *out,
+			   unsigned int n, u64 *lost)
+{
+	unsigned long irqflags;
+	unsigned int i;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	n = min(n, x->len);
+	for (i = 0; i < n; i++)
+		out[i] = x->ring[(x->head + i) % TASKSTATE_EXITS_LOG];
+	x->head = (x->head + n) % TASKSTATE_EXITS_LOG;
+	x->len -= n;
+	*lost = x->lost;
+	x->lost = 0;
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
+	return n;
+}
+
+/**
+ * ts_exits_lose() - count entries taken and not delivered as lost
+ * @x: the log
+ * @n: how many (the caller could not copy them out, nor the lost count
+ *     ts_exits_take() gave it)
+ *
+ * Context: process context; takes ts_lock.
+ */
+void ts_exits_lose(struct ts_exits *x, u64 n)
+{
+	unsigned long irqflags;
+
+	raw_spin_lock_irqsave(&ts_lock, irqflags);
+	x->lost += n;
+	raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 }
 
 /**

@@ -32,6 +32,24 @@ struct ts_owner {
 /* Entries in a page of the mapping. */
 #define TS_PAGE_ENTRIES		(PAGE_SIZE / sizeof(struct ts_pub))
 
+/*
+ * A descriptor's log of thread exits (uapi "DOC: Thread exits"), which
+ * records point at (ts_proc.exits).  All but the first four fields, set
+ * at its creation, under ts_lock.
+ */
+struct ts_exits {
+	struct pid_namespace *ns;	/* its tids are in this one */
+	kuid_t uid;			/* a scoped descriptor's opener's */
+	kgid_t gid;
+	bool scoped;
+	bool closing;			/* no record may point here again */
+	unsigned int nr_records;	/* records pointing here */
+	unsigned int head;		/* the ring's oldest entry */
+	unsigned int len;		/* and how many it holds */
+	u64 lost;			/* exits it had no room for */
+	struct taskstate_exit ring[TASKSTATE_EXITS_LOG];
+};
+
 /* The slot's task was tracked with its future threads and children. */
 #define TS_SLOT_INHERIT		0x1
 
@@ -67,6 +85,7 @@ struct ts_proc {
 	u64 nr_children;
 	u64 parent_start_ns;
 	bool ended;
+	struct ts_exits *exits;	/* its threads' exits go there, or NULL */
 };
 
 /*
@@ -231,6 +250,28 @@ unsigned int ts_unpriv_max(void);
 void ts_track_existing(u64 probes_since);
 void ts_retid(struct task_struct *t);
 void ts_proc_exit_fold(struct task_struct *p);
+
+extern unsigned int ts_nr_exits;
+
+/*
+ * The exit probe's filter, decided again under ts_lock (ts_exits_log()):
+ * may @s's record log its exits?  Its proc is a slot index or none.
+ */
+static inline bool ts_exits_maybe(const struct ts_slot *s)
+{
+	u32 proc = READ_ONCE(s->proc);
+
+	return READ_ONCE(ts_nr_exits) && proc != TS_INDEX_NONE &&
+	       READ_ONCE(ts_slots[proc].rec.exits);
+}
+struct ts_exits *ts_exits_new(const struct ts_owner *owner);
+void ts_exits_free(struct ts_exits *x);
+int ts_exits_attach(struct task_struct *leader, struct ts_exits *x,
+		    unsigned long seen);
+void ts_exits_log(struct task_struct *p);
+unsigned int ts_exits_take(struct ts_exits *x, struct taskstate_exit *out,
+			   unsigned int n, u64 *lost);
+void ts_exits_lose(struct ts_exits *x, u64 n);
 
 /* What a reader may print about one slot, copied under the table lock. */
 struct ts_view {

@@ -62,7 +62,8 @@ _Static_assert(sizeof(struct taskstate_info) <= ARG_MAX_BYTES &&
 	       sizeof(struct taskstate_track) <= ARG_MAX_BYTES &&
 	       sizeof(struct taskstate_sample) <= ARG_MAX_BYTES &&
 	       sizeof(struct taskstate_list) <= ARG_MAX_BYTES &&
-	       sizeof(struct taskstate_locate) <= ARG_MAX_BYTES,
+	       sizeof(struct taskstate_locate) <= ARG_MAX_BYTES &&
+	       sizeof(struct taskstate_exits) <= ARG_MAX_BYTES,
 	       "an argument struct larger than the tests' buffers");
 _Static_assert(sizeof(struct taskstate_info) >= TASKSTATE_INFO_SIZE_VER0,
 	       "info shorter than version 0");
@@ -102,7 +103,7 @@ static uint64_t ptr_u64(const void *p)
 /*
  * Write a valid argument for @c into @buf (its other bytes untouched):
  * INFO plain, TRACK/UNTRACK of thread @tid, SAMPLE and LIST of nothing,
- * PROCESS of process @tid (the test's: its only thread).
+ * PROCESS of process @tid (the test's: its only thread), EXITS of none.
  * Out fields are poisoned.
  */
 static void fill_valid(const struct ts_cmd *c, void *buf, uint32_t size,
@@ -135,6 +136,9 @@ static void fill_valid(const struct ts_cmd *c, void *buf, uint32_t size,
 	case TASKSTATE_IOC_PROCESS:
 		((struct taskstate_process *)buf)->flags = 0;
 		((struct taskstate_process *)buf)->pid = (uint32_t)tid;
+		break;
+	case TASKSTATE_IOC_EXITS:
+		((struct taskstate_exits *)buf)->lost = POISON64;
 		break;
 	}
 	*(uint32_t *)buf = size;
@@ -172,6 +176,11 @@ static bool written(const struct ts_cmd *c, const void *buf, uint32_t size)
 		       a->start_ns != POISON64 &&
 		       (a->valid || (!a->now_ns && !a->start_ns));
 	}
+	case TASKSTATE_IOC_EXITS: {
+		const struct taskstate_exits *a = buf;
+
+		return a->count == 0 && a->lost == 0;
+	}
 	}
 	return false;
 }
@@ -196,6 +205,8 @@ static bool untouched(const struct ts_cmd *c, const void *buf)
 	case TASKSTATE_IOC_PROCESS:
 		return ((const struct taskstate_process *)buf)->now_ns ==
 		       POISON64;
+	case TASKSTATE_IOC_EXITS:
+		return ((const struct taskstate_exits *)buf)->lost == POISON64;
 	}
 	return false;
 }
@@ -716,7 +727,10 @@ TEST_F(abi, nonzero_flags_are_einval)
 
 			if (c->cmd == TASKSTATE_IOC_TRACK ||
 			    c->cmd == TASKSTATE_IOC_UNTRACK) {
-				if (flag == TASKSTATE_TRACK_PROCESS)
+				/* TRACK's EXITS is valid with PROCESS. */
+				if (flag == TASKSTATE_TRACK_PROCESS ||
+				    (flag == TASKSTATE_TRACK_EXITS &&
+				     c->cmd == TASKSTATE_IOC_TRACK))
 					continue;
 				/* with a valid flag too: unknown bits win */
 				flag |= TASKSTATE_TRACK_PROCESS;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
@@ -966,6 +967,154 @@ TEST_F(proc, unreaped_zombie_adds_no_time)
 		_exit(0);
 	expect_dead_time_uncounted(_metadata, self->fd, pid, false);
 	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+}
+
+/* TRACK of process @pid with its exits logged to @fd: 0 or -errno. */
+static int track_exits(int fd, pid_t pid, unsigned int flags)
+{
+	struct taskstate_track t = {
+		.size = sizeof(t), .flags = flags, .id = pid,
+	};
+
+	return ioctl(fd, TASKSTATE_IOC_TRACK, &t) ? -errno : 0;
+}
+
+/* EXITS into @e (room for @count; an address for EFAULT): its count. */
+static int take_exits(int fd, struct taskstate_exit *e, uint32_t count,
+		      uint64_t *lost)
+{
+	struct taskstate_exits x = {
+		.size = sizeof(x), .count = count, .exits = (uintptr_t)e,
+	};
+
+	if (ioctl(fd, TASKSTATE_IOC_EXITS, &x))
+		return -errno;
+	*lost = x.lost;
+	return x.count;
+}
+
+static void *no_op(void *arg)
+{
+	return arg;
+}
+
+/* A child that, on @gate, starts @n threads one after another, and ends. */
+static pid_t fork_thread_churn(int gate[2], int n)
+{
+	pthread_t th;
+	pid_t pid;
+	int i;
+
+	pid = ts_fork_gated(gate);
+	if (pid)
+		return pid;
+	for (i = 0; i < n; i++) {
+		if (pthread_create(&th, NULL, no_op, NULL))
+			_exit(1);
+		pthread_join(th, NULL);
+	}
+	_exit(0);
+}
+
+#define CHURN_THREADS	300
+
+/*
+ * The log of exits holds TASKSTATE_EXITS_LOG entries: a child's 300
+ * threads and its main thread end unread, so exactly 256 are logged, in
+ * the child's record (its pid, the record's start_ns), and 45 counted
+ * lost; entries the caller's buffer could not take (EFAULT) count lost
+ * in the next call; a read empties the log.
+ */
+TEST_F(proc, exits_log_counts_what_it_cannot_hold)
+{
+	static struct taskstate_exit e[TASKSTATE_EXITS_LOG + 1];
+	const int lost_first = CHURN_THREADS + 1 - TASKSTATE_EXITS_LOG;
+	struct taskstate_process p;
+	int fd, gate[2], i, n;
+	uint64_t lost;
+	siginfo_t si;
+	pid_t pid;
+
+	fd = taskstate_open();
+	ASSERT_LE(0, fd);
+	/* No log yet: nothing, not an error. */
+	ASSERT_EQ(0, take_exits(fd, e, 1, &lost));
+	pid = fork_thread_churn(gate, CHURN_THREADS);
+	ASSERT_LT(0, pid);
+	close(gate[0]);
+	ASSERT_EQ(0, track_exits(fd, pid, TASKSTATE_TRACK_PROCESS |
+					  TASKSTATE_TRACK_EXITS));
+	ASSERT_EQ(1, write(gate[1], "g", 1));
+	close(gate[1]);
+	ASSERT_EQ(0, waitid(P_PID, pid, &si, WEXITED | WNOWAIT));
+	ASSERT_EQ(0, taskstate_process(fd, pid, &p));
+	ASSERT_EQ(1, p.valid);
+	/* Ten entries to a pointer no one can write: lost, not kept. */
+	ASSERT_EQ(-EFAULT, take_exits(fd, (void *)8, 10, &lost));
+	n = take_exits(fd, e, TASKSTATE_EXITS_LOG + 1, &lost);
+	EXPECT_EQ(TASKSTATE_EXITS_LOG - 10, n);
+	EXPECT_EQ(lost_first + 10, lost);
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(pid, e[i].tgid);
+		EXPECT_NE(pid, e[i].tid);
+		EXPECT_EQ(p.start_ns, e[i].proc_start_ns);
+		EXPECT_STREQ("ts_proc", e[i].comm);
+	}
+	EXPECT_EQ(0, take_exits(fd, e, TASKSTATE_EXITS_LOG, &lost));
+	EXPECT_EQ(0, lost);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	taskstate_close(fd);
+}
+
+/*
+ * A process logs to one descriptor: another's TRACK asking for its
+ * exits is EBUSY until the first descriptor is closed, which lets go of
+ * it.  The flag needs TASKSTATE_TRACK_PROCESS, and UNTRACK refuses it.
+ */
+TEST_F(proc, exits_log_is_one_descriptors_until_closed)
+{
+	struct taskstate_exit e[2];
+	int a, b, gate[2];
+	uint64_t lost;
+	pid_t pid;
+
+	/* Opened after the fork: the child holds neither. */
+	pid = fork_thread_churn(gate, 1);
+	ASSERT_LT(0, pid);
+	close(gate[0]);
+	a = taskstate_open();
+	b = taskstate_open();
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	EXPECT_EQ(-EINVAL, track_exits(a, pid, TASKSTATE_TRACK_EXITS));
+	ASSERT_EQ(0, track_exits(a, pid, TASKSTATE_TRACK_PROCESS |
+					 TASKSTATE_TRACK_EXITS));
+	/* Again through the same descriptor: nothing changes. */
+	ASSERT_EQ(0, track_exits(a, pid, TASKSTATE_TRACK_PROCESS |
+					 TASKSTATE_TRACK_EXITS));
+	EXPECT_EQ(-EBUSY, track_exits(b, pid, TASKSTATE_TRACK_PROCESS |
+					      TASKSTATE_TRACK_EXITS));
+	{
+		struct taskstate_track t = {
+			.size = sizeof(t), .id = pid,
+			.flags = TASKSTATE_TRACK_PROCESS |
+				 TASKSTATE_TRACK_EXITS,
+		};
+
+		EXPECT_EQ(-1, ioctl(a, TASKSTATE_IOC_UNTRACK, &t));
+		EXPECT_EQ(EINVAL, errno);
+	}
+	taskstate_close(a);
+	ASSERT_EQ(0, track_exits(b, pid, TASKSTATE_TRACK_PROCESS |
+					 TASKSTATE_TRACK_EXITS));
+	ASSERT_EQ(1, write(gate[1], "g", 1));
+	close(gate[1]);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	/* Its thread, then its main thread: both to b. */
+	EXPECT_EQ(2, take_exits(b, e, 2, &lost));
+	EXPECT_EQ(0, lost);
+	EXPECT_EQ(pid, e[1].tid);
+	taskstate_close(b);
 }
 
 #define EXITED_START_PARAM "/sys/module/taskstate/parameters/proc_exited_start_ns"

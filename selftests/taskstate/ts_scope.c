@@ -1033,16 +1033,48 @@ static pid_t child_of(pid_t pid)
 	return -1;
 }
 
+/*
+ * A child that, once it reads a byte from @gate (the parent keeps the
+ * write end, gate[1]), execs the set-user-ID copy @suid with
+ * --fork-pause.
+ */
+static pid_t fork_suid(const char *suid, int gate[2])
+{
+	pid_t pid = ts_fork_gated(gate);
+
+	if (pid)
+		return pid;
+	execl(suid, "ts_scope", "--fork-pause", (char *)NULL);
+	_exit(127);
+}
+
+/*
+ * Did @pid's exec of @suid change its euid?  1 yes, 0 no (the bit was
+ * ignored: @pid is killed and reaped), -1 it never became @suid.
+ */
+static int suid_took(pid_t pid, const char *suid)
+{
+	if (!wait_comm(pid, strrchr(suid, '/') ? strrchr(suid, '/') + 1 : suid))
+		return -1;
+	if (euid_of(pid) != (long)getuid())
+		return 1;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+
+#define SUID_IGNORED "the set-user-ID bit is ignored here (nosuid, or its owner is not mapped in this user namespace)"
+
 TEST_F(scope, set_user_id_exec_leaves_the_mapping)
 {
 	const char *suid = getenv("TS_SUID_SELF");
 	struct taskstate_location own[1], child;
 	struct taskstate_mapping m;
 	pid_t pid, grandchild;
+	int took;
 	int gate[2];
 	uint64_t w;
 	struct stat st;
-	char c;
 
 	if (!suid || stat(suid, &st) || !(st.st_mode & S_ISUID) ||
 	    st.st_uid == getuid())
@@ -1052,27 +1084,18 @@ TEST_F(scope, set_user_id_exec_leaves_the_mapping)
 				   TASKSTATE_TRACK_PROCESS, NULL));
 	ASSERT_EQ(0, taskstate_mapping_open(self->fd, &m));
 	ASSERT_TRUE(located(self->fd, getpid(), &own[0]));
-	ASSERT_EQ(0, pipe(gate));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		close(gate[1]);
-		if (read(gate[0], &c, 1) != 1)
-			_exit(1);
-		execl(suid, "ts_scope", "--fork-pause", (char *)NULL);
-		_exit(127);
-	}
+	pid = fork_suid(suid, gate);
+	ASSERT_LT(0, pid);
 	close(gate[0]);
 	ASSERT_TRUE(located_soon(self->fd, pid, &child));
 	ASSERT_EQ(0, taskstate_mapping_read(&m, &child, &w, NULL));
 	ASSERT_EQ(1, write(gate[1], "x", 1));
 	close(gate[1]);
-	ASSERT_TRUE(wait_comm(pid, strrchr(suid, '/') ? strrchr(suid, '/') + 1 : suid));
-	if (euid_of(pid) == (long)getuid()) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+	took = suid_took(pid, suid);
+	ASSERT_LE(0, took);
+	if (!took) {
 		taskstate_mapping_close(&m);
-		SKIP(return, "the set-user-ID bit is ignored here (nosuid, or its owner is not mapped in this user namespace)");
+		SKIP(return, SUID_IGNORED);
 	}
 	/*
 	 * Its entry moved out at the exec: gone from the mapping, and the
@@ -1089,6 +1112,99 @@ TEST_F(scope, set_user_id_exec_leaves_the_mapping)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	taskstate_mapping_close(&m);
+}
+
+/* EXITS through @fd into @e (room for @n): the count, or -errno. */
+static long exits_of(int fd, struct taskstate_exit *e, uint32_t n,
+		     uint64_t *lost)
+{
+	struct taskstate_exits a = {
+		.size = sizeof(a), .count = n, .exits = (uintptr_t)e,
+	};
+	long ret = ioc(fd, TASKSTATE_IOC_EXITS, &a);
+
+	*lost = a.lost;
+	return ret ? ret : a.count;
+}
+
+/* Has @pid exited (a zombie, or gone)?  Waited for up to 5 s. */
+static bool exited_soon(pid_t pid)
+{
+	char path[64], state;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	for (i = 0; i < 500; i++) {
+		f = fopen(path, "r");
+		if (!f)
+			return true;
+		state = 0;
+		if (fscanf(f, "%*d %*s %c", &state) != 1)
+			state = 0;
+		fclose(f);
+		if (state == 'Z' || state == 'X')
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * The log of exits keeps to the scope: a plain child's exit is logged,
+ * a set-user-ID child's and its own child's are not (uapi "DOC: Thread
+ * exits").
+ */
+TEST_F(scope, set_user_id_exec_leaves_the_exit_log)
+{
+	const char *suid = getenv("TS_SUID_SELF");
+	struct taskstate_exit e[16];
+	pid_t plain, pid, grandchild;
+	bool saw_plain = false;
+	struct stat st;
+	int took;
+	int gate[2], i;
+	uint64_t lost;
+	long n;
+
+	if (!suid || stat(suid, &st) || !(st.st_mode & S_ISUID) ||
+	    st.st_uid == getuid())
+		SKIP(return, "no set-user-ID copy of this program owned by another user (TS_SUID_SELF)");
+	ASSERT_EQ(0, track(self->fd, TASKSTATE_IOC_TRACK, getpid(),
+			   TASKSTATE_TRACK_PROCESS | TASKSTATE_TRACK_EXITS,
+			   NULL));
+	plain = fork();
+	ASSERT_LE(0, plain);
+	if (!plain)
+		_exit(0);
+	ASSERT_EQ(plain, waitpid(plain, NULL, 0));
+	pid = fork_suid(suid, gate);
+	ASSERT_LT(0, pid);
+	close(gate[0]);
+	ASSERT_EQ(1, write(gate[1], "x", 1));
+	close(gate[1]);
+	took = suid_took(pid, suid);
+	ASSERT_LE(0, took);
+	if (!took)
+		SKIP(return, SUID_IGNORED);
+	grandchild = child_of(pid);
+	EXPECT_LT(0, grandchild);
+	if (grandchild > 0)
+		kill(grandchild, SIGKILL);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	if (grandchild > 0)
+		EXPECT_TRUE(exited_soon(grandchild));
+	n = exits_of(self->fd, e, ARRAY_SIZE(e), &lost);
+	ASSERT_LE(0, n);
+	EXPECT_EQ(0, lost);
+	for (i = 0; i < n; i++) {
+		TH_LOG("logged: %u of %u, %s", e[i].tid, e[i].tgid, e[i].comm);
+		saw_plain |= e[i].tgid == (uint32_t)plain;
+		EXPECT_NE((uint32_t)pid, e[i].tgid);
+		EXPECT_NE((uint32_t)grandchild, e[i].tgid);
+	}
+	EXPECT_TRUE(saw_plain);
 }
 
 /*

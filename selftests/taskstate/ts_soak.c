@@ -52,15 +52,15 @@
 enum {
 	RES_OK, RES_EINVAL, RES_E2BIG, RES_EFAULT, RES_ENOTTY, RES_ESRCH,
 	RES_ENOSPC, RES_EOPNOTSUPP, RES_ENOMEM, RES_EPERM, RES_EACCES,
-	RES_OTHER, NR_RESULTS
+	RES_EBUSY, RES_OTHER, NR_RESULTS
 };
 static const int result_errno[NR_RESULTS] = {
 	0, EINVAL, E2BIG, EFAULT, ENOTTY, ESRCH, ENOSPC, EOPNOTSUPP, ENOMEM,
-	EPERM, EACCES, -1,
+	EPERM, EACCES, EBUSY, -1,
 };
 static const char *const result_name[NR_RESULTS] = {
 	"ok", "EINVAL", "E2BIG", "EFAULT", "ENOTTY", "ESRCH", "ENOSPC",
-	"EOPNOTSUPP", "ENOMEM", "EPERM", "EACCES", "other",
+	"EOPNOTSUPP", "ENOMEM", "EPERM", "EACCES", "EBUSY", "other",
 };
 
 /* The commands of ts_cmds[] (util.c), then random numbers and mmap(). */
@@ -68,7 +68,8 @@ enum {
 	C_INFO = TS_CMD_INFO, C_TRACK = TS_CMD_TRACK,
 	C_UNTRACK = TS_CMD_UNTRACK, C_SAMPLE = TS_CMD_SAMPLE,
 	C_LIST = TS_CMD_LIST, C_LOCATE = TS_CMD_LOCATE,
-	C_PROCESS = TS_CMD_PROCESS, C_RANDOM = TS_NR_CMDS, C_MMAP, NR_CMDS
+	C_PROCESS = TS_CMD_PROCESS, C_EXITS = TS_CMD_EXITS,
+	C_RANDOM = TS_NR_CMDS, C_MMAP, NR_CMDS
 };
 
 static const char *cmd_name(int cmd)
@@ -82,7 +83,8 @@ static const unsigned int allowed[NR_CMDS] = {
 #define B(r) (1U << (r))
 	[C_INFO] = B(RES_EINVAL) | B(RES_E2BIG) | B(RES_EFAULT),
 	[C_TRACK] = B(RES_EINVAL) | B(RES_E2BIG) | B(RES_EFAULT) | B(RES_ESRCH) |
-		    B(RES_ENOSPC),
+		    B(RES_ENOSPC) | B(RES_EBUSY) | B(RES_ENOMEM) |
+		    B(RES_EOPNOTSUPP),
 	[C_UNTRACK] = B(RES_EINVAL) | B(RES_E2BIG) | B(RES_EFAULT) | B(RES_ESRCH),
 	[C_SAMPLE] = B(RES_EINVAL) | B(RES_E2BIG) | B(RES_EFAULT) |
 		     B(RES_EOPNOTSUPP) | B(RES_ENOMEM),
@@ -91,6 +93,7 @@ static const unsigned int allowed[NR_CMDS] = {
 	[C_LOCATE] = B(RES_EINVAL) | B(RES_E2BIG) | B(RES_EFAULT),
 	[C_PROCESS] = B(RES_EINVAL) | B(RES_E2BIG) | B(RES_EFAULT) | B(RES_ESRCH) |
 		      B(RES_EOPNOTSUPP),
+	[C_EXITS] = B(RES_EINVAL) | B(RES_E2BIG) | B(RES_EFAULT) | B(RES_ENOMEM),
 	[C_RANDOM] = B(RES_ENOTTY),
 	[C_MMAP] = B(RES_EINVAL) | B(RES_EACCES) | B(RES_EPERM),
 #undef B
@@ -225,6 +228,7 @@ struct fuzzer {
 	struct taskstate_entry *ent;	/* BUF_ENTRIES */
 	struct taskstate_totals *tot;	/* BUF_ENTRIES */
 	struct taskstate_location *loc;	/* BUF_ENTRIES */
+	struct taskstate_exit *exits;	/* TASKSTATE_EXITS_LOG */
 };
 
 enum {
@@ -313,7 +317,7 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 	uint32_t size = 0, ver0 = 0, cur = 0, n = 0, max = 0;
 	unsigned int req, res, must = 0;
 	uint64_t now;
-	bool tail = false, flags = false;
+	bool tail = false, flags = false, exits = false;
 	char *a = f->arg;
 	uint32_t id = 0;
 	long ret;
@@ -338,8 +342,15 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 		t->id = id;
 		if (below(s, 2))
 			t->flags = TASKSTATE_TRACK_PROCESS;
+		/* TRACK's log of exits: valid with PROCESS only. */
+		if (!below(s, 8)) {
+			t->flags |= TASKSTATE_TRACK_EXITS;
+			exits = true;
+			flags |= cmd == C_UNTRACK ||
+				 !(t->flags & TASKSTATE_TRACK_PROCESS);
+		}
 		if (!below(s, 16)) {
-			t->flags |= 1U << (1 + below(s, 31));
+			t->flags |= 1U << (2 + below(s, 30));
 			flags = true;
 		}
 		if (!below(s, 16)) {
@@ -394,6 +405,18 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 		id = some_tid(s);
 		((struct taskstate_process *)(void *)a)->pid = id;
 		break;
+	case C_EXITS: {
+		struct taskstate_exits *t = (void *)a;
+
+		/* Any count: the kernel takes at most a log's worth. */
+		n = t->count = some_count(s, TASKSTATE_EXITS_LOG);
+		t->exits = pointer(bufp, f->exits);
+		if (!below(s, 16)) {
+			t->__pad = 1;
+			flags = true;
+		}
+		break;
+	}
 	}
 	if (cmd == C_RANDOM) {
 		/*
@@ -434,6 +457,8 @@ static void fuzz_ioctl(struct fuzzer *f, uint64_t *s)
 			must = RES_EINVAL;
 		else if (max && n > max)
 			must = RES_E2BIG;
+		else if (exits && !f->totals)
+			must = RES_EOPNOTSUPP;
 		else if ((cmd == C_TRACK || cmd == C_UNTRACK ||
 			  (cmd == C_PROCESS && f->totals)) &&
 			 (!id || id > 4194304))
@@ -1182,7 +1207,9 @@ int main(int argc, char **argv)
 		fz[i].ent = calloc(BUF_ENTRIES, sizeof(*fz[i].ent));
 		fz[i].tot = calloc(BUF_ENTRIES, sizeof(*fz[i].tot));
 		fz[i].loc = calloc(BUF_ENTRIES, sizeof(*fz[i].loc));
+		fz[i].exits = calloc(TASKSTATE_EXITS_LOG, sizeof(*fz[i].exits));
 		if (!fz[i].arg || !fz[i].ent || !fz[i].tot || !fz[i].loc ||
+		    !fz[i].exits ||
 		    pthread_create(&fz[i].th, NULL, fuzzer_main, &fz[i])) {
 			printf("not ok 1 soak: fuzzer %d: out of memory\n", i);
 			return 1;

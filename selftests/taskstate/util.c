@@ -297,6 +297,8 @@ const struct ts_cmd ts_cmds[TS_NR_CMDS] = {
 	[TS_CMD_PROCESS] = { "PROCESS", TASKSTATE_IOC_PROCESS,
 			     sizeof(struct taskstate_process),
 			     TASKSTATE_PROCESS_SIZE_VER0 },
+	[TS_CMD_EXITS] = { "EXITS", TASKSTATE_IOC_EXITS,
+			   sizeof(struct taskstate_exits), TASKSTATE_EXITS_SIZE_VER0 },
 };
 
 const struct ts_cmd *ts_cmd_of(unsigned long req)
@@ -325,6 +327,23 @@ int run_child(int (*fn)(void *), void *arg)
 		return 127;
 	return WIFEXITED(status) ? WEXITSTATUS(status) :
 				   128 + WTERMSIG(status);
+}
+
+pid_t ts_fork_gated(int gate[2])
+{
+	pid_t pid;
+	char c;
+
+	if (pipe(gate))
+		return -1;
+	pid = fork();
+	if (pid)
+		return pid;
+	close(gate[1]);
+	if (read(gate[0], &c, 1) != 1)
+		_exit(1);
+	close(gate[0]);
+	return 0;
 }
 
 int ts_unprivileged_on(void)

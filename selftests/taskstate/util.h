@@ -105,7 +105,7 @@ void ts_sleeper_stop(struct ts_sleeper *s);
  */
 enum {
 	TS_CMD_INFO, TS_CMD_TRACK, TS_CMD_UNTRACK, TS_CMD_SAMPLE, TS_CMD_LIST,
-	TS_CMD_LOCATE, TS_CMD_PROCESS, TS_NR_CMDS
+	TS_CMD_LOCATE, TS_CMD_PROCESS, TS_CMD_EXITS, TS_NR_CMDS
 };
 
 struct ts_cmd {
@@ -121,6 +121,14 @@ const struct ts_cmd *ts_cmd_of(unsigned long req);
 
 /* Run fn(arg) in a child; its exit status, or 128 + the killing signal. */
 int run_child(int (*fn)(void *), void *arg);
+
+/*
+ * fork(), the child held until it reads a byte from the pipe made in
+ * @gate, whose write end (gate[1]) the parent keeps: fork()'s value, 0 in
+ * the child once the byte came (it _exit()s if none comes).  The parent
+ * closes gate[0].
+ */
+pid_t ts_fork_gated(int gate[2]);
 
 /*
  * Checks in a child (run_child()), whose exit status is the verdict: 0

@@ -313,11 +313,14 @@ struct taskstate_info {
 #define TASKSTATE_SCOPE_SELF	1	/* the opener's process, descendants */
 
 #define TASKSTATE_TRACK_PROCESS	(1U << 0)
+#define TASKSTATE_TRACK_EXITS	(1U << 1)	/* TRACK, with _PROCESS */
 
 /**
  * struct taskstate_track - ioctl(TASKSTATE_IOC_TRACK), (TASKSTATE_IOC_UNTRACK)
  * @size: in: sizeof(struct taskstate_track)
- * @flags: in: 0, or TASKSTATE_TRACK_PROCESS
+ * @flags: in: 0, or TASKSTATE_TRACK_PROCESS; TRACK also takes
+ *         TASKSTATE_TRACK_PROCESS | TASKSTATE_TRACK_EXITS (see
+ *         TASKSTATE_IOC_EXITS)
  * @id: in: a tid in the caller's pid namespace; with
  *      TASKSTATE_TRACK_PROCESS a pid: the whole process, its future threads
  *      and its children (and theirs)
@@ -328,6 +331,11 @@ struct taskstate_info {
  * Errors: ESRCH no such thread or process (or @id names a thread that is
  * not a process's leader, with TASKSTATE_TRACK_PROCESS); ENOSPC the table
  * is full (TRACK; the threads tracked before it filled stay tracked).
+ * With TASKSTATE_TRACK_EXITS: EINVAL without TASKSTATE_TRACK_PROCESS;
+ * EOPNOTSUPP the module keeps no totals (totals=0); EBUSY the process's
+ * exits are logged to another descriptor (the process is tracked);
+ * ENOMEM no memory for this descriptor's log; EAGAIN (scoped) set-user-ID
+ * execs on the machine kept coming while it looked: try again.
  */
 struct taskstate_track {
 	__u32 size;
@@ -795,5 +803,85 @@ struct taskstate_process {
 #define TASKSTATE_PROCESS_SIZE_VER1	184	/* children_ns ... parent_start_ns */
 
 #define TASKSTATE_IOC_PROCESS	_IO(TASKSTATE_IOC_TYPE, 0x06)
+
+/**
+ * DOC: Thread exits
+ *
+ * A thread's totals as it exits, for a reader that itemizes where each
+ * thread's time went, complete to its end (`taskstate run --per-thread`),
+ * whatever reaps it.  TRACK with TASKSTATE_TRACK_PROCESS |
+ * TASKSTATE_TRACK_EXITS gives the descriptor a log (once, about 20 KiB,
+ * charged to the caller's memory cgroup) and points the process's record
+ * ("DOC: Process totals") at it: from then, each of the process's tracked
+ * threads writes one struct taskstate_exit there when it exits (at the
+ * sched_process_exit tracepoint: what it does after it, the rest of
+ * do_exit(), is left out, as from @children_ns).  A process it starts
+ * while tracked logs to the same descriptor, and so do its own children;
+ * through a scoped descriptor only while they are in its scope (a
+ * set-user-ID exec stops a process's logging, and a thread whose ids are
+ * not the opener's logs nothing).  A process logs to one descriptor at a
+ * time.  Its logging ends with its record, and with the descriptor (its
+ * last holder's close).  A thread untracked before its exit logs
+ * nothing: its time is in its process's totals only.
+ *
+ * TASKSTATE_IOC_EXITS takes the oldest entries out of the log.  The log
+ * holds TASKSTATE_EXITS_LOG entries; a thread that exits when it is full
+ * is not logged, only counted (@lost): read it more often than that many
+ * threads end.
+ */
+
+#define TASKSTATE_EXITS_LOG	256
+
+/**
+ * struct taskstate_exit - one thread's exit, in TASKSTATE_IOC_EXITS
+ * @tid: the thread, in the pid namespace of the caller of the TRACK that
+ *       made the log (0 if it has none there)
+ * @tgid: its process, likewise
+ * @proc_start_ns: the @start_ns of its process's record (PROCESS's)
+ * @since_ns: CLOCK_BOOTTIME time it began counting in that record
+ * @state_ns: ns it spent in each state (TASKSTATE_TOTAL_*) from
+ *            @since_ns to its exit: its part of the process's totals
+ * @comm: its name at its exit, NUL-terminated
+ */
+struct taskstate_exit {
+	__u32 tid;
+	__u32 tgid;
+	__aligned_u64 proc_start_ns;
+	__aligned_u64 since_ns;
+	__aligned_u64 state_ns[TASKSTATE_MAP_NR_TOTALS];
+	char comm[16];
+};
+
+/**
+ * struct taskstate_exits - ioctl(TASKSTATE_IOC_EXITS)
+ * @size: in: sizeof(struct taskstate_exits)
+ * @flags: in: must be 0
+ * @count: in: room at @exits, in entries; out: entries written there,
+ *         oldest first, and taken out of the log
+ * @__pad: in: must be 0
+ * @exits: in: user pointer to @count struct taskstate_exit
+ * @lost: out: threads that exited with the log full since the last call
+ *
+ * A descriptor with no log (no TRACK with TASKSTATE_TRACK_EXITS) answers
+ * @count 0.  Errors: EFAULT @exits cannot be written: the entries it
+ * took count in the next call's @lost (as does this call's @lost), or
+ * the argument itself cannot be written back: then they are gone;
+ * ENOMEM no memory for the copy.
+ *
+ * A thread made non-dumpable by PR_SET_DUMPABLE alone (no exec) still
+ * logs to a scoped descriptor, as its entry stays in the scoped mapping.
+ */
+struct taskstate_exits {
+	__u32 size;
+	__u32 flags;
+	__u32 count;
+	__u32 __pad;
+	__aligned_u64 exits;
+	__aligned_u64 lost;
+};
+
+#define TASKSTATE_EXITS_SIZE_VER0	32
+
+#define TASKSTATE_IOC_EXITS	_IO(TASKSTATE_IOC_TYPE, 0x07)
 
 #endif /* _UAPI_LINUX_TASKSTATE_H */
