@@ -13,6 +13,13 @@
  * which the module added to its record when their last thread exited
  * (children_ns).  So the sum is complete to the last exit, whoever
  * reaped whom, as time(1)'s children's times are.
+ *
+ * With --per-thread the TRACK also asks for the module's log of thread
+ * exits (uapi "DOC: Thread exits"): each thread of the program and of
+ * the processes it starts writes its totals there as it exits, and the
+ * command empties the log every RUN_DRAIN_MS while it waits (SIGCHLD,
+ * blocked, wakes it at once), and once more at the end (every thread has
+ * exited before its process can be collected).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -24,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -53,7 +61,14 @@ struct run_result {
 	bool collected;		/* the program's status is known */
 	bool running;		/* processes it started still run */
 	uint64_t wall_ns;
+	bool per_thread;	/* the threads' exits are logged */
+	struct taskstate_exit *threads;	/* as they exited */
+	size_t nthreads;
+	uint64_t threads_lost;	/* exits the log had no room for */
 };
+
+/* How often the log of exits is emptied: 256 per 10 ms, 25,600/s. */
+#define RUN_DRAIN_MS	10
 
 static uint64_t mono_ns(void)
 {
@@ -64,17 +79,31 @@ static uint64_t mono_ns(void)
 }
 
 /* The child: wait for the parent's TRACK, then become the program. */
-static void run_child(int gate, char **argv)
+static void run_child(int gate, char **argv, const sigset_t *mask)
 {
 	int c;
 
 	if (read(gate, &c, 1) != 1)
 		_exit(127);
 	close(gate);
+	sigprocmask(SIG_SETMASK, mask, NULL);
 	execvp(argv[0], argv);
 	c = errno;
 	fprintf(stderr, "taskstate run: %s: %s\n", argv[0], strerror(c));
 	_exit(c == ENOENT ? 127 : 126);
+}
+
+/* TRACK of the program's process, with the log of exits for --per-thread. */
+static int track_program(int fd, pid_t pid, bool per_thread)
+{
+	struct taskstate_track t = {
+		.size = sizeof(t),
+		.flags = TASKSTATE_TRACK_PROCESS |
+			 (per_thread ? TASKSTATE_TRACK_EXITS : 0),
+		.id = pid,
+	};
+
+	return ioctl(fd, TASKSTATE_IOC_TRACK, &t) < 0 ? -errno : 0;
 }
 
 /* Read process @pid (a zombie not reaped yet) into a new row. */
@@ -106,6 +135,62 @@ static int collect(int fd, uint32_t pid, struct run_result *r)
 	return 0;
 }
 
+/* Take every entry out of the module's log of thread exits. */
+static int drain(int fd, struct run_result *r)
+{
+	struct taskstate_exits x = { .size = sizeof(x) };
+	struct taskstate_exit *nt;
+
+	do {
+		nt = realloc(r->threads, (r->nthreads + TASKSTATE_EXITS_LOG) *
+				      sizeof(*r->threads));
+		if (!nt)
+			return -ENOMEM;
+		r->threads = nt;
+		x.count = TASKSTATE_EXITS_LOG;
+		x.exits = (uintptr_t)(r->threads + r->nthreads);
+		if (ioctl(fd, TASKSTATE_IOC_EXITS, &x) < 0)
+			return -errno;
+		r->nthreads += x.count;
+		r->threads_lost += x.lost;
+	} while (x.count == TASKSTATE_EXITS_LOG);
+	return 0;
+}
+
+/*
+ * Wait for a child to end, leaving it a zombie: blocking, or with the
+ * log of exits to empty, in turns of RUN_DRAIN_MS or until a SIGCHLD
+ * (blocked with --per-thread).  0: one ended (si_pid) or none is left
+ * (si_pid 0); 1: with @nohang, none has ended yet.
+ */
+static int wait_child(int fd, struct run_result *r, siginfo_t *si,
+		      bool nohang)
+{
+	const struct timespec turn = { 0, RUN_DRAIN_MS * 1000000L };
+	sigset_t chld;
+	int ret;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	for (;;) {
+		memset(si, 0, sizeof(*si));
+		if (waitid(P_ALL, 0, si, WEXITED | WNOWAIT |
+			   (nohang || r->per_thread ? WNOHANG : 0)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == ECHILD ? 0 : -errno;
+		}
+		if (si->si_pid)
+			return 0;
+		if (nohang)
+			return 1;
+		ret = drain(fd, r);
+		if (ret)
+			return ret;
+		sigtimedwait(&chld, NULL, &turn);
+	}
+}
+
 /*
  * Collect children until the program has ended, then those that have
  * ended too (its orphans, which the subreaper inherits, zombies or
@@ -119,17 +204,11 @@ static int collect_all(int fd, pid_t prog, struct run_result *r)
 	int status, ret;
 
 	for (;;) {
-		memset(&si, 0, sizeof(si));
-		if (waitid(P_ALL, 0, &si, WEXITED | WNOWAIT |
-			   (r->collected ? WNOHANG : 0)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == ECHILD ? 0 : -errno;
-		}
-		if (!si.si_pid) {
+		ret = wait_child(fd, r, &si, r->collected);
+		if (ret == 1)
 			r->running = true;
-			return 0;
-		}
+		if (ret || !si.si_pid)
+			return ret < 0 ? ret : 0;
 		ret = collect(fd, si.si_pid, r);
 		if (ret)
 			return ret;
@@ -214,6 +293,37 @@ static void put_text_row(FILE *f, const char *what, const uint64_t t[NT])
 	fprintf(f, " %10.3f\n", sum(t) / 1e9);
 }
 
+/* An exit's totals, as uint64_t (__u64 is another type on 64-bit). */
+static void exit_totals(const struct taskstate_exit *e, uint64_t t[NT])
+{
+	int i;
+
+	for (i = 0; i < NT; i++)
+		t[i] = e->state_ns[i];
+}
+
+/* --per-thread: each thread that exited, as it exited (tid comm). */
+static void put_text_threads(FILE *f, const struct run_result *r)
+{
+	char what[64], safe[TS_COMM_MAX];
+	uint64_t t[NT];
+	size_t j;
+
+	fprintf(f, "threads that exited (%zu)", r->nthreads);
+	if (r->threads_lost)
+		fprintf(f, "; %" PRIu64 " more not itemized (the log was full)",
+			r->threads_lost);
+	fputc('\n', f);
+	for (j = 0; j < r->nthreads; j++) {
+		const struct taskstate_exit *e = &r->threads[j];
+
+		snprintf(what, sizeof(what), "  %" PRIu32 " %s", e->tid,
+			 ts_sanitize(safe, sizeof(safe), e->comm));
+		exit_totals(e, t);
+		put_text_row(f, what, t);
+	}
+}
+
 static void put_text(FILE *f, char **argv, const struct run_result *r)
 {
 	char what[64], safe[TS_COMM_MAX];
@@ -245,6 +355,8 @@ static void put_text(FILE *f, char **argv, const struct run_result *r)
 			 q->nr_children);
 		put_text_row(f, what, q->children);
 	}
+	if (r->per_thread)
+		put_text_threads(f, r);
 	snprintf(what, sizeof(what), "processes (%u)", t.nprocs);
 	put_text_row(f, what, t.own);
 	snprintf(what, sizeof(what), "their children (%" PRIu64 ")", t.nkids);
@@ -265,6 +377,7 @@ static void put_json_totals(FILE *f, const char *key, const uint64_t t[NT])
 
 static void put_json(FILE *f, char **argv, const struct run_result *r)
 {
+	uint64_t th[NT];
 	struct run_sums t;
 	size_t j;
 	int i;
@@ -298,6 +411,21 @@ static void put_json(FILE *f, char **argv, const struct run_result *r)
 		fputc('}', f);
 	}
 	fputs("],", f);
+	if (r->per_thread) {
+		fputs("\"threads\":[", f);
+		for (j = 0; j < r->nthreads; j++) {
+			const struct taskstate_exit *e = &r->threads[j];
+
+			fprintf(f, "%s{\"tid\":%" PRIu32 ",\"pid\":%" PRIu32
+				",\"comm\":", j ? "," : "", e->tid, e->tgid);
+			json_put_string(f, e->comm);
+			fputc(',', f);
+			exit_totals(e, th);
+			put_json_totals(f, "totals", th);
+			fputc('}', f);
+		}
+		fprintf(f, "],\"threads_lost\":%" PRIu64 ",", r->threads_lost);
+	}
 	put_json_totals(f, "totals", t.all);
 	fputs("}\n", f);
 }
@@ -305,6 +433,7 @@ static void put_json(FILE *f, char **argv, const struct run_result *r)
 int run_run(int fd, const struct run_opts *o, char **argv)
 {
 	struct sigaction ign = { .sa_handler = SIG_IGN }, oint, oquit;
+	sigset_t chld, omask;
 	struct run_result r = { 0 };
 	int gate[2], ret, status = EXIT_FAILURE;
 	uint64_t start;
@@ -319,6 +448,10 @@ int run_run(int fd, const struct run_opts *o, char **argv)
 			return EXIT_FAILURE;
 		}
 	}
+	/* --per-thread waits for it in sigtimedwait(); the program does not. */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, o->per_thread ? &chld : NULL, &omask);
 	/* Orphans of the program end as ours: read before reaped. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
 		fprintf(stderr, "taskstate run: PR_SET_CHILD_SUBREAPER: %s: orphans go uncounted\n",
@@ -337,13 +470,14 @@ int run_run(int fd, const struct run_opts *o, char **argv)
 	}
 	if (!pid) {
 		close(gate[1]);
-		run_child(gate[0], argv);
+		run_child(gate[0], argv, &omask);
 	}
 	close(gate[0]);
 	/* As time(1): an interrupt is the program's to handle. */
 	sigaction(SIGINT, &ign, &oint);
 	sigaction(SIGQUIT, &ign, &oquit);
-	ret = taskstate_track(fd, pid, true, NULL);
+	r.per_thread = o->per_thread;
+	ret = track_program(fd, pid, o->per_thread);
 	if (ret)
 		fprintf(stderr, "taskstate run: cannot track %s: %s\n", argv[0],
 			strerror(-ret));
@@ -360,6 +494,8 @@ int run_run(int fd, const struct run_opts *o, char **argv)
 	}
 	ret = collect_all(fd, pid, &r);
 	r.wall_ns = mono_ns() - start;
+	if (!ret && r.per_thread)
+		ret = drain(fd, &r);
 	sigaction(SIGINT, &oint, NULL);
 	sigaction(SIGQUIT, &oquit, NULL);
 	if (!ret && !r.collected)
@@ -379,7 +515,9 @@ int run_run(int fd, const struct run_opts *o, char **argv)
 	else
 		status = 128 + WTERMSIG(r.status);
 out:
+	sigprocmask(SIG_SETMASK, &omask, NULL);
 	free(r.procs);
+	free(r.threads);
 	if (o->out && fclose(f)) {
 		fprintf(stderr, "taskstate run: %s: %s\n", o->out,
 			strerror(errno));

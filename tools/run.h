@@ -13,6 +13,7 @@
 struct run_opts {
 	const char *out;	/* -o: the report there, not on stderr */
 	bool json;		/* --json: one JSON object */
+	bool per_thread;	/* --per-thread: each thread's exit too */
 };
 
 /* Run argv (NULL-terminated) tracked through fd; the program's status. */

@@ -236,7 +236,7 @@ static const char info_help[] =
 COMMON_HELP;
 
 static const char run_help[] =
-"Usage: taskstate run [-o FILE] [-J] [--] CMD [ARGS...]\n"
+"Usage: taskstate run [-o FILE] [-J] [--per-thread] [--] CMD [ARGS...]\n"
 "\n"
 "Run CMD tracked, with the threads and processes it starts, and when it\n"
 "ends print where their time went, in seconds: running, waiting for a CPU\n"
@@ -252,6 +252,8 @@ static const char run_help[] =
 "\n"
 "  -o, --output FILE          the report into FILE instead\n"
 "  -J, --json                 one JSON object\n"
+"      --per-thread           and a row for each thread that exited, as it\n"
+"                             exited, whatever process reaped it\n"
 COMMON_HELP;
 
 static void usage_error(const struct command *cmd, const char *fmt, ...)
@@ -274,7 +276,7 @@ static void usage_error(const struct command *cmd, const char *fmt, ...)
 
 enum {
 	OPT_NS = 256, OPT_STATE, OPT_MIN_AGE, OPT_NO_MAP, OPT_SINCE,
-	OPT_STUCK_STATES, OPT_PROCESS, OPT_GROUP_BY, OPT_OUTPUT,
+	OPT_STUCK_STATES, OPT_PROCESS, OPT_GROUP_BY, OPT_OUTPUT, OPT_PER_THREAD,
 };
 
 /*
@@ -306,6 +308,7 @@ static const struct {
 	{ "group-by", required_argument, OPT_GROUP_BY, C_METRICS },
 	{ "output", required_argument, OPT_OUTPUT, C_METRICS },
 	{ "output", required_argument, 'o', C_RUN },
+	{ "per-thread", no_argument, OPT_PER_THREAD, C_RUN },
 };
 
 /*
@@ -1273,6 +1276,9 @@ static int run_run_cmd(const struct command *cmd, int argc, char **argv)
 			break;
 		case 'J':
 			o.json = true;
+			break;
+		case OPT_PER_THREAD:
+			o.per_thread = true;
 			break;
 		}
 	}

@@ -143,17 +143,27 @@ scope_suites() {
 	}
 	check "examples/stuck_pool as nobody in new user and pid namespaces, through its mapping" \
 		pool_maps as_nobody unshare -Urpf --mount-proc "$d/stuck_pool" 4 200 5
-	# taskstate run for a user in a container: a 1 s sleep, as sleeping.
+	# taskstate run for a user in a container: a 1 s sleep, as sleeping,
+	# in the sums; with --per-thread (OPT) in the sleep's own row, from
+	# the scoped log of exits.
 	run_sleeps() {
-		out=$("$@" -J -- sleep 1 2>&1)
+		opt=$1
+		shift
+		out=$("$@" -J $opt -- sleep 1 2>&1)
 		rc=$?
 		echo "$out" | sed 's/^/# /'
-		ns=$(echo "$out" | sed -n 's/.*"totals":{[^}]*"sleeping_ns":\([0-9]*\).*}}$/\1/p')
+		row='.*"totals":{[^}]*"sleeping_ns":\([0-9]*\).*}}$'
+		[ -n "$opt" ] &&
+			row='.*"comm":"sleep","totals":{[^}]*"sleeping_ns":\([0-9]*\).*'
+		ns=$(echo "$out" | sed -n "s/$row/\\1/p")
 		[ "$rc" -eq 0 ] && [ -n "$ns" ] && [ "$ns" -ge 900000000 ] &&
 			[ "$ns" -le 1500000000 ]
 	}
 	check "taskstate run as nobody in new user and pid namespaces: 1 s asleep" \
-		run_sleeps as_nobody unshare -Urpf --mount-proc "$d/taskstate" run
+		run_sleeps "" as_nobody unshare -Urpf --mount-proc "$d/taskstate" run
+	check "taskstate run --per-thread as nobody in new user and pid namespaces: the sleep's thread 1 s asleep" \
+		run_sleeps --per-thread as_nobody unshare -Urpf --mount-proc \
+		"$d/taskstate" run
 	if command -v bwrap > /dev/null; then
 		bw() {
 			as_nobody bwrap --ro-bind / / --dev /dev \

@@ -2404,6 +2404,16 @@ static int phases(uint64_t phase_ns)
 	return 7;
 }
 
+/* The JSON's lower-case name of total @i. */
+static void total_key(char *name, size_t size, int i)
+{
+	size_t k;
+
+	snprintf(name, size, "%s", taskstate_total_name(i));
+	for (k = 0; name[k]; k++)
+		name[k] = tolower((unsigned char)name[k]);
+}
+
 /* The value of "KEY_ns": in the text after the last "totals":{. */
 static double run_total_s(const char *json, const char *key)
 {
@@ -2453,7 +2463,7 @@ TEST_F_TIMEOUT(cli, run_counts_each_phase, 120)
 	struct run base, r;
 	double cost;
 	char name[32];
-	size_t i, k;
+	size_t i;
 
 	NEED_SETUP();
 	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
@@ -2463,9 +2473,7 @@ TEST_F_TIMEOUT(cli, run_counts_each_phase, 120)
 	run_phases(_metadata, self->cli, &base, "--phases-zero");
 	run_phases(_metadata, self->cli, &r, "--phases");
 	for (i = 0, cost = 0; i < ARRAY_SIZE(want); i++) {
-		snprintf(name, sizeof(name), "%s", taskstate_total_name(i));
-		for (k = 0; name[k]; k++)
-			name[k] = tolower((unsigned char)name[k]);
+		total_key(name, sizeof(name), i);
 		cost += run_total_s(base.err.p, name);
 	}
 	/* A KASAN kernel's execs vary by more than the bound: 1-2 s. */
@@ -2477,10 +2485,7 @@ TEST_F_TIMEOUT(cli, run_counts_each_phase, 120)
 	for (i = 0; i < ARRAY_SIZE(want); i++) {
 		double b, got, tol = (want[i] ? want[i] / 10 : 0.1) + cost / 20;
 
-		/* The JSON's keys: the uapi's names in lower case. */
-		snprintf(name, sizeof(name), "%s", taskstate_total_name(i));
-		for (k = 0; name[k]; k++)
-			name[k] = tolower((unsigned char)name[k]);
+		total_key(name, sizeof(name), i);
 		b = run_total_s(base.err.p, name);
 		got = run_total_s(r.err.p, name) - b;
 		TH_LOG("%s: %.3f s (%.3f s without the phases), want %.1f +- %.2f",
@@ -2584,8 +2589,201 @@ TEST_F_TIMEOUT(cli, run_does_not_wait_for_a_daemon, 60)
 	run_free(&r);
 }
 
+/*
+ * The program taskstate run --per-thread runs: a thread named ts-spin
+ * spins 1 s while one named ts-sleep sleeps 1 s, and a child process,
+ * which this program reaps itself (taskstate run never collects it),
+ * runs a thread named ts-kidspin that spins 0.5 s.
+ */
+static void *named_phase(void *arg)
+{
+	const char *name = arg;
+
+	prctl(PR_SET_NAME, name);
+	if (!strcmp(name, "ts-sleep"))
+		nanosleep(&(struct timespec){ 1, 0 }, NULL);
+	else
+		spin_until(taskstate_now_ns() +
+			   (strcmp(name, "ts-spin") ? PHASE_NS / 2 : PHASE_NS));
+	return NULL;
+}
+
+static int thread_phases(void)
+{
+	pthread_t th[2];
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid == 0) {
+		if (pthread_create(&th[0], NULL, named_phase, "ts-kidspin"))
+			_exit(1);
+		pthread_join(th[0], NULL);
+		_exit(0);
+	}
+	if (pid < 0 ||
+	    pthread_create(&th[0], NULL, named_phase, "ts-spin") ||
+	    pthread_create(&th[1], NULL, named_phase, "ts-sleep"))
+		return 1;
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	if (waitpid(pid, &status, 0) != pid || status)
+		return 1;
+	return 7;
+}
+
+/* In the JSON's "threads", the KEY_ns of the thread named @comm, s. */
+static double run_thread_s(const char *json, const char *comm,
+			   const char *key)
+{
+	char want[64];
+	const char *p;
+
+	p = strstr(json, "\"threads\":[");
+	snprintf(want, sizeof(want), "\"comm\":\"%s\"", comm);
+	p = p ? strstr(p, want) : NULL;
+	snprintf(want, sizeof(want), "\"%s_ns\":", key);
+	p = p ? strstr(p, want) : NULL;
+	return p ? strtoull(p + strlen(want), NULL, 10) / 1e9 : -1;
+}
+
+/* taskstate run -J --per-thread of this program with @arg: 7, JSON. */
+static void run_per_thread(struct __test_metadata *_metadata,
+			   const char *cli, struct run *r, const char *arg)
+{
+	char self_exe[PATH_MAX];
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	ASSERT_LT(0, n);
+	self_exe[n] = '\0';
+	run_cli(_metadata, cli, r, "run", "-J", "--per-thread", "--",
+		self_exe, arg, NULL);
+	ASSERT_EQ(7, status_code(r->status)) RUN_LOG(r);
+	ASSERT_TRUE(json_value(r->err.p, 0) != NULL) RUN_LOG(r);
+}
+
+/* The rows of the JSON's "threads". */
+static int thread_rows(const char *json)
+{
+	const char *p = strstr(json, "\"threads\":[");
+	int rows;
+
+	for (rows = 0; p && (p = strstr(p, "\"tid\":")); p++)
+		rows++;
+	return rows;
+}
+
+/*
+ * taskstate run --per-thread: each thread's row, as it exited, its
+ * states within 10% of what it did (a spinner's running and runnable
+ * together: it may wait for a CPU), a thread of a child the program
+ * reaped itself included; and the rows add up to the report's totals.
+ */
+TEST_F_TIMEOUT(cli, run_per_thread_itemizes_each_thread, 120)
+{
+	double spin, kid, sleep_s, sum, all;
+	char name[32];
+	struct run r;
+	int i;
+
+	NEED_SETUP();
+	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
+		SKIP(return, "the module keeps no totals (totals=0)");
+	run_per_thread(_metadata, self->cli, &r, "--thread-phases");
+	EXPECT_TRUE(strstr(r.err.p, "\"threads_lost\":0,") != NULL) RUN_LOG(&r);
+	spin = run_thread_s(r.err.p, "ts-spin", "running") +
+	       run_thread_s(r.err.p, "ts-spin", "runnable");
+	kid = run_thread_s(r.err.p, "ts-kidspin", "running") +
+	      run_thread_s(r.err.p, "ts-kidspin", "runnable");
+	sleep_s = run_thread_s(r.err.p, "ts-sleep", "sleeping");
+	TH_LOG("ts-spin %.3f s on or waiting for a CPU, ts-kidspin %.3f s, ts-sleep %.3f s asleep",
+	       spin, kid, sleep_s);
+	EXPECT_LE(0.9, spin) RUN_LOG(&r);
+	EXPECT_GE(1.1, spin) RUN_LOG(&r);
+	EXPECT_LE(0.45, kid) RUN_LOG(&r);
+	EXPECT_GE(0.55, kid) RUN_LOG(&r);
+	EXPECT_LE(0.9, sleep_s) RUN_LOG(&r);
+	EXPECT_GE(1.1, sleep_s) RUN_LOG(&r);
+	/* The program, its child: two main threads and three named ones. */
+	EXPECT_EQ(5, thread_rows(r.err.p)) RUN_LOG(&r);
+	/*
+	 * Each thread's rows against the report's sum: the same time but
+	 * for the exit tails (the rest of do_exit(), which only the
+	 * collected process's own count holds).
+	 */
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++) {
+		const char *q = strstr(r.err.p, "\"threads\":[");
+		char want[40];
+
+		total_key(name, sizeof(name), i);
+		snprintf(want, sizeof(want), "\"%s_ns\":", name);
+		for (sum = 0; q && (q = strstr(q, want)); q++) {
+			const char *end = strstr(r.err.p, "\"threads_lost\"");
+
+			if (end && q > end)
+				break;
+			sum += strtoull(q + strlen(want), NULL, 10) / 1e9;
+		}
+		all = run_total_s(r.err.p, name);
+		TH_LOG("%s: threads %.3f s, report %.3f s", name, sum, all);
+		EXPECT_GE(all + 0.01, sum) RUN_LOG(&r);
+		EXPECT_LE(all - all / 20 - 0.05, sum) RUN_LOG(&r);
+	}
+	run_free(&r);
+}
+
+static void *no_op(void *arg)
+{
+	return arg;
+}
+
+/* A program of one thread that starts @n that end at once, one by one. */
+static int many_threads(int n)
+{
+	pthread_t th;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (pthread_create(&th, NULL, no_op, NULL))
+			return 1;
+		pthread_join(th, NULL);
+	}
+	return 7;
+}
+
+#define MANY_THREADS	600
+
+/*
+ * More threads than the log holds (256) end: each is itemized or
+ * counted as not, none missing.
+ */
+TEST_F_TIMEOUT(cli, run_per_thread_misses_no_thread, 120)
+{
+	unsigned long long lost;
+	const char *p;
+	struct run r;
+	int rows;
+
+	NEED_SETUP();
+	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
+		SKIP(return, "the module keeps no totals (totals=0)");
+	run_per_thread(_metadata, self->cli, &r, "--many-threads");
+	rows = thread_rows(r.err.p);
+	p = strstr(r.err.p, "\"threads_lost\":");
+	ASSERT_TRUE(p != NULL) RUN_LOG(&r);
+	lost = strtoull(p + strlen("\"threads_lost\":"), NULL, 10);
+	TH_LOG("%d threads itemized, %llu not", rows, lost);
+	EXPECT_EQ(MANY_THREADS + 1, rows + lost) RUN_LOG(&r);
+	run_free(&r);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--thread-phases"))
+		return thread_phases();
+	if (argc == 2 && !strcmp(argv[1], "--many-threads"))
+		return many_threads(MANY_THREADS);
 	if (argc == 2 && !strcmp(argv[1], "--orphan-zombie"))
 		return orphan_zombie(PHASE_NS / 2);
 	if (argc == 2 && !strcmp(argv[1], "--orphan-zombie-zero"))
