@@ -65,6 +65,7 @@ setup() {
 	E|T) ts_load "$COUNT_KO" track_all=0 ;;
 	A|S) ts_load "$COUNT_KO" track_all=1 ;;
 	z) ts_load "$COUNT_KO" track_all=1 totals=0 ;;
+	Q) ts_load "$COUNT_KO_SEQ" track_all=1 ;;
 	# On CPU 0: only its programs run on the benchmark's CPU.
 	B) BPFTRACE_MAP_KEYS_MAX=65536 tracer_start taskset -c 0 bpftrace "$COUNT_BT" ;;
 	L) tracer_start taskset -c 0 "$bin/tsbpf" "$bin/tsbpf.bpf.o" ;;
@@ -99,6 +100,8 @@ for cfg in $COUNT_CONFIGS; do
 		[NEzBL].sample|[NEzBL].mapread|[NEzBL].debugfs) continue ;;
 		# As nobody: its own descriptor is scoped; no debugfs.
 		S.debugfs|S.fork|S.thread) continue ;;
+		# The seqcount scheme's entry is not the uapi's: no mapping.
+		Q.mapread|Q.debugfs) continue ;;
 		esac
 		[ "$cfg" = T ] && args+=(--track)
 		run=("$bin/count")

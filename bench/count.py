@@ -43,6 +43,7 @@ NAMES = {
     'A': 'every thread tracked (track_all=1)',
     'S': 'A, the benchmark as nobody (a scoped descriptor)',
     'z': 'every thread tracked, totals=0',
+    'Q': 'A, state and time under a seqcount (the design the word replaced)',
     'B': 'bpftrace (bench/taskstate.bt)',
     'L': 'libbpf tp_btf (bench/tsbpf)',
 }
@@ -402,7 +403,7 @@ def memory(runs, res):
 
 
 def report(a, runs, res, mem_rows=None):
-    cfgs = [c for c in 'NETASzBL' if any(k[0] == c for k in res)]
+    cfgs = [c for c in 'NETASzQBL' if any(k[0] == c for k in res)]
     ops = [o for o in OPS if any(k[1] == o for k in res) and o != 'empty']
     L = []
     L.append('# Counted cost: guest instructions per operation\n')
@@ -461,7 +462,7 @@ def report(a, runs, res, mem_rows=None):
                  'stack included.\n')
         L.append('| configuration | operation | accesses | stores | distinct lines |')
         L.append('|---|---|---|---|---|')
-        order = lambda kv: ('NETASzBL'.index(kv[0][0]), list(OPS).index(kv[0][1]))
+        order = lambda kv: ('NETASzQBL'.index(kv[0][0]), list(OPS).index(kv[0][1]))
         for (cfg, op), (acc, st, ln) in sorted(mem_rows.items(), key=order):
             if acc:
                 L.append('| %s | %s | %.0f | %.0f | %.0f |'

@@ -7,7 +7,7 @@
 # a span is not: a pipe round trip counts the same, to the instruction,
 # from run to run, whatever the host's load (docs/performance.md).
 #
-#   scripts/count.sh [--quick] [--guard] [--out DIR] [--configs "N E T A S z B L"]
+#   scripts/count.sh [--quick] [--guard] [--out DIR] [--configs "N E T A S z Q B L"]
 #                    [--ops "pipe pipe_thr ..."] [--report FILE]
 #
 # What runs, inside one boot (bench/count-guest.sh): for each
@@ -25,6 +25,10 @@
 #   S  A, with the benchmark run as nobody: its descriptor scoped, its
 #      mapping its own pages (pipe, sample, mapread)
 #   z  A with totals=0
+#   Q  A with the design the packed word replaced: state and time as two
+#      fields under a seqcount (bench/kmod/word.h scheme 2, the module
+#      built with TS_WRITE_SCHEME=2; no mapping: pipe, pipe_thr, fork,
+#      thread, sample)
 #   B  bench/taskstate.bt under bpftrace, no module
 #   L  bench/tsbpf.bpf.c: the libbpf equivalent (tp_btf programs, task
 #      storage: word and totals of every thread), no module
@@ -56,7 +60,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 out=$build/count-run
-configs="N E T A S z B L"
+configs="N E T A S z Q B L"
 ops="empty pipe pipe_thr fork thread sample mapread debugfs"
 guard=0 quick=0 report=
 cmd_args="$*"
@@ -98,6 +102,14 @@ log "building the module for $kver, the tools, the driver and the plugin"
 make -s -C "$top/tools" O="$bin" all
 make -s -C "$top/bench" O="$bin" count tscount
 case " $configs " in *" L "*) make -s -C "$top/bench" O="$bin" tsbpf ;; esac
+case " $configs " in *" Q "*)
+	log "building the seqcount scheme's module (Q)"
+	TS_KBUILD_ARGS="TS_WRITE_SCHEME=2" "$top/scripts/build-module.sh" \
+		"$kver" "$ko-seq" 2>&1 | { grep -v 'Skipping BTF' || true; }
+	[ -f "$ko-seq/taskstate.ko" ] ||
+		{ echo "count: seqcount module build failed" >&2; exit 1; }
+	;;
+esac
 
 rm -rf "$out"
 mkdir -p "$out"
@@ -105,6 +117,7 @@ out=$(cd "$out" && pwd)
 guest=$out/../count-guest-$$.sh
 cat > "$guest" <<EOF
 export COUNT_BIN=$bin COUNT_KO=$ko/taskstate.ko COUNT_BT=$top/bench/taskstate.bt
+export COUNT_KO_SEQ=$ko-seq/taskstate.ko
 export COUNT_CONFIGS="$configs" COUNT_OPS="$ops"
 export COUNT_SPANS=$COUNT_SPANS COUNT_LONG="$COUNT_LONG" COUNT_DEBUGFS="$COUNT_DEBUGFS"
 exec bash $top/bench/count-guest.sh
