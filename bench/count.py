@@ -412,11 +412,14 @@ def report(a, runs, res, mem_rows=None):
     L.append('Command: `%s`. Run directory: `%s`.\n'
              % (a.command, a.run if rel.startswith('..') else rel))
     env = os.path.join(a.run, 'guest-env.txt')
+    kv = {}
     if os.path.exists(env):
         with open(env) as f:
             kv = dict(l.rstrip('\n').split('=', 1) for l in f if '=' in l)
         L.append('Guest: %s, command line `%s`.\n' % (
             kv.get('guest_kernel', '?'), kv.get('guest_cmdline', '?')))
+    # The plugin's module and kernel address ranges are x86-64's.
+    amd64 = not kv.get('guest_kernel', '').endswith('-686')
     L.append('Instructions per operation executed by the benchmark\'s CPU '
              '(the empty loop\'s span subtracted), from %s spans of %s '
              'operations; in parentheses the ratio to "not loaded" and the '
@@ -453,6 +456,11 @@ def report(a, runs, res, mem_rows=None):
                                        '%d%%' % round(100 * q))
                           for op, q in QUANTILE_OPS.items()),
                 ', '.join(MEDIAN_OPS)))
+    if not amd64:
+        L.append('Where the instructions go and what memory they touch: '
+                 'amd64 guests only (the plugin tells kernel, module and '
+                 'user addresses apart by x86-64\'s ranges).\n')
+        mem_rows = None
     if mem_rows:
         L.append('## Memory accesses of module-area code (modules, BPF JIT '
                  'images), per operation\n')
@@ -468,7 +476,7 @@ def report(a, runs, res, mem_rows=None):
                 L.append('| %s | %s | %.0f | %.0f | %.0f |'
                          % (NAMES[cfg], OPS[op], acc, st, ln))
         L.append('')
-    lt = lines_touched(a.run, runs, a.ko, 'A', 'pipe')
+    lt = amd64 and lines_touched(a.run, runs, a.ko, 'A', 'pipe')
     if lt:
         kinds, (least, most) = lt
         L.append('## Lines the module\'s code touched: pipe round trip, A\n')
@@ -485,7 +493,7 @@ def report(a, runs, res, mem_rows=None):
         L.append('| total | %d |' % sum(n for _, n in kinds))
         L.append('')
     # E adds nothing (the probes are detached), T runs A's code.
-    for cfg in [c for c in cfgs if c in 'AzBL']:
+    for cfg in [c for c in cfgs if c in 'AzBL' and amd64]:
         att = attribute(a.run, runs, a.ko, 'N', cfg, 'pipe')
         if not att:
             continue

@@ -7,8 +7,9 @@
 # a span is not: a pipe round trip counts the same, to the instruction,
 # from run to run, whatever the host's load (docs/performance.md).
 #
-#   scripts/count.sh [--quick] [--guard] [--out DIR] [--configs "N E T A S z Q B L"]
-#                    [--ops "pipe pipe_thr ..."] [--report FILE]
+#   scripts/count.sh [--quick] [--guard] [--686] [--out DIR]
+#                    [--configs "N E T A S z Q B L"] [--ops "pipe pipe_thr ..."]
+#                    [--report FILE]
 #
 # What runs, inside one boot (bench/count-guest.sh): for each
 # configuration in turn, bench/count (the driver) runs each operation in
@@ -42,6 +43,11 @@
 # Results in $out (default build/count-run): spans.txt (the plugin's),
 # manifest.txt (which spans belong to which run), the profiles, and
 # REPORT.md (bench/count.py), whose tables docs/performance.md quotes.
+# --686: the Debian 6.1 686 guest instead (qemu-system-i386, the same
+# plugin): the driver built static for i386, the guest side
+# bench/count-guest-686.sh in its busybox initramfs; configurations N E A
+# z Q (default N A Q), operations empty pipe pipe_thr (default empty
+# pipe).
 # --guard: only N and A, the pinned pipe, and a TAP line comparing A/N
 # with COUNT_GUARD_LIMIT (default 1.051, where 1.0486 is measured: 30
 # instructions more a round trip, 8 a probe call, fail it; scripts/check.sh
@@ -62,15 +68,16 @@ build=$top/build
 out=$build/count-run
 configs="N E T A S z Q B L"
 ops="empty pipe pipe_thr fork thread sample mapread debugfs"
-guard=0 quick=0 report=
+guard=0 quick=0 report='' i686=0 asked_configs='' asked_ops=''
 cmd_args="$*"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--guard) guard=1 ;;
 	--out) out=$2; shift ;;
-	--configs) configs=$2; shift ;;
-	--ops) ops=$2; shift ;;
+	--686) i686=1 ;;
+	--configs) configs=$2; asked_configs=1; shift ;;
+	--ops) ops=$2; asked_ops=1; shift ;;
 	--report) report=$2; shift ;;
 	-h|--help) sed -n '4,/^set -euo/{/^set -euo/d;p}' "$0"; exit 0 ;;
 	*) echo "count: unknown argument $1" >&2; exit 2 ;;
@@ -80,6 +87,11 @@ done
 if [ $guard = 1 ]; then
 	configs="N A" ops="empty pipe"
 	out=$build/count-guard
+fi
+if [ $i686 = 1 ]; then
+	[ -n "$asked_configs" ] || configs="N A Q"
+	[ -n "$asked_ops" ] || ops="empty pipe"
+	out=$build/count-run-686
 fi
 if [ $quick = 1 ]; then
 	: "${COUNT_SPANS:=60}" "${COUNT_LONG:=1 60}" "${COUNT_DEBUGFS:=1 5}"
@@ -96,11 +108,21 @@ fi
 log() { echo "# count: $(date +%T) $*"; }
 
 kver=$("$top/scripts/kernels.sh" amd64)
+[ $i686 = 0 ] || { kver=$("$top/scripts/kernels.sh" 686); bin=$bin-686 ko=$ko-686; }
 log "building the module for $kver, the tools, the driver and the plugin"
 "$top/scripts/build-module.sh" "$kver" "$ko" 2>&1 | { grep -v 'Skipping BTF' || true; }
 [ -f "$ko/taskstate.ko" ] || { echo "count: module build failed" >&2; exit 1; }
-make -s -C "$top/tools" O="$bin" all
-make -s -C "$top/bench" O="$bin" count tscount
+if [ $i686 = 1 ]; then
+	# The plugin for the host's QEMU; the driver static, for busybox.
+	make -s -C "$top/bench" O="$bin" tscount
+	make -s -C "$top/tools" O="$bin/i386" CC=i686-linux-gnu-gcc \
+		EXTRA_LDFLAGS=-static all
+	make -s -C "$top/bench" O="$bin/i386" CC=i686-linux-gnu-gcc \
+		EXTRA_LDFLAGS=-static count
+else
+	make -s -C "$top/tools" O="$bin" all
+	make -s -C "$top/bench" O="$bin" count tscount
+fi
 case " $configs " in *" L "*) make -s -C "$top/bench" O="$bin" tsbpf ;; esac
 case " $configs " in *" Q "*)
 	log "building the seqcount scheme's module (Q)"
@@ -115,6 +137,15 @@ rm -rf "$out"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 guest=$out/../count-guest-$$.sh
+if [ $i686 = 1 ]; then
+	# The busybox guest runs what is in $out (/results there).
+	cp "$bin/i386/count" "$ko/taskstate.ko" "$out/"
+	case " $configs " in *" Q "*) mkdir "$out/seq" && cp "$ko-seq/taskstate.ko" "$out/seq/" ;; esac
+	{
+		echo "export COUNT_CONFIGS=\"$configs\" COUNT_OPS=\"$ops\" COUNT_SPANS=$COUNT_SPANS"
+		cat "$top/bench/count-guest-686.sh"
+	} > "$guest"
+else
 cat > "$guest" <<EOF
 export COUNT_BIN=$bin COUNT_KO=$ko/taskstate.ko COUNT_BT=$top/bench/taskstate.bt
 export COUNT_KO_SEQ=$ko-seq/taskstate.ko
@@ -122,13 +153,14 @@ export COUNT_CONFIGS="$configs" COUNT_OPS="$ops"
 export COUNT_SPANS=$COUNT_SPANS COUNT_LONG="$COUNT_LONG" COUNT_DEBUGFS="$COUNT_DEBUGFS"
 exec bash $top/bench/count-guest.sh
 EOF
+fi
 log "booting $kver with the plugin (progress: $out/output.log)"
 t0=$(date +%s)
 rc=0
 QEMU_EXTRA="-plugin $bin/tscount.so,out=$out/spans.txt,prof=1,mem=$COUNT_MEM" \
 	"$top/scripts/vm-run.sh" --quiet --timeout "$COUNT_TIMEOUT" \
 	--accel "tcg" \
-	--append "tsc=reliable clocksource=tsc isolcpus=1 irqaffinity=0${COUNT_APPEND:+ $COUNT_APPEND}" \
+	--append "$([ $i686 = 1 ] || echo 'tsc=reliable clocksource=tsc ')isolcpus=1 irqaffinity=0${COUNT_APPEND:+ $COUNT_APPEND}" \
 	"$kver" "$out" "$guest" || rc=$?
 rm -f "$guest"
 log "guest done in $(( $(date +%s) - t0 )) s, status $rc"
