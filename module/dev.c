@@ -671,7 +671,7 @@ static long ts_ioctl_exits(struct ts_file *f, void *arg)
 {
 	struct taskstate_exits *args = arg;
 	struct ts_exits *x = READ_ONCE(f->exits);
-	struct taskstate_exit *buf;
+	struct taskstate_exit *buf = NULL;
 	unsigned int n;
 
 	if (args->__pad)
@@ -679,16 +679,19 @@ static long ts_ioctl_exits(struct ts_file *f, void *arg)
 	args->lost = 0;
 	n = min_t(u32, args->count, TASKSTATE_EXITS_LOG);
 	args->count = 0;
-	if (!x || !n)
+	if (!x)
 		return 0;
-	if (!ts_user_ptr_fits(args->exits))
+	/* count 0 takes no entry, only the lost count. */
+	if (n && !ts_user_ptr_fits(args->exits))
 		return -EFAULT;
-	buf = kvmalloc_array(n, sizeof(*buf), GFP_KERNEL);
-	if (!buf)
-		return -ENOMEM;
+	if (n) {
+		buf = kvmalloc_array(n, sizeof(*buf), GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
+	}
 	n = ts_exits_take(x, buf, n, &args->lost);
-	if (copy_to_user(u64_to_user_ptr(args->exits), buf,
-			 n * sizeof(*buf))) {
+	if (n && copy_to_user(u64_to_user_ptr(args->exits), buf,
+			      n * sizeof(*buf))) {
 		/* Not delivered: the next call's lost, with what this took. */
 		ts_exits_lose(x, n + args->lost);
 		kvfree(buf);

@@ -856,8 +856,9 @@ struct taskstate_exit {
  * struct taskstate_exits - ioctl(TASKSTATE_IOC_EXITS)
  * @size: in: sizeof(struct taskstate_exits)
  * @flags: in: must be 0
- * @count: in: room at @exits, in entries; out: entries written there,
- *         oldest first, and taken out of the log
+ * @count: in: room at @exits, in entries (0: none taken, @lost read);
+ *         out: entries written there, oldest first, and taken out of the
+ *         log
  * @__pad: in: must be 0
  * @exits: in: user pointer to @count struct taskstate_exit
  * @lost: out: threads that exited with the log full since the last call
