@@ -2427,9 +2427,12 @@ static double run_total_s(const char *json, const char *key)
 	return p ? strtoull(p + strlen(want), NULL, 10) / 1e9 : -1;
 }
 
-/* taskstate run -J of this program with @arg: the JSON, 7 checked. */
-static void run_phases(struct __test_metadata *_metadata, const char *cli,
-		       struct run *r, const char *arg)
+/*
+ * taskstate run -J (with @per_thread, --per-thread too) of this program
+ * with @arg: its status 7 and the report's JSON checked.
+ */
+static void run_self(struct __test_metadata *_metadata, const char *cli,
+		     struct run *r, bool per_thread, const char *arg)
 {
 	char self_exe[PATH_MAX];
 	ssize_t n;
@@ -2437,9 +2440,35 @@ static void run_phases(struct __test_metadata *_metadata, const char *cli,
 	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
 	ASSERT_LT(0, n);
 	self_exe[n] = '\0';
-	run_cli(_metadata, cli, r, "run", "-J", "--", self_exe, arg, NULL);
+	if (per_thread)
+		run_cli(_metadata, cli, r, "run", "-J", "--per-thread", "--",
+			self_exe, arg, NULL);
+	else
+		run_cli(_metadata, cli, r, "run", "-J", "--", self_exe, arg,
+			NULL);
 	ASSERT_EQ(7, status_code(r->status)) RUN_LOG(r);
 	ASSERT_TRUE(json_value(r->err.p, 0) != NULL) RUN_LOG(r);
+}
+
+/* The seconds of every state in the report's last totals: its cost. */
+static double run_cost_s(const char *json)
+{
+	char name[32];
+	double cost = 0;
+	int i;
+
+	for (i = 0; i < TASKSTATE_MAP_NR_TOTALS; i++) {
+		total_key(name, sizeof(name), i);
+		cost += run_total_s(json, name);
+	}
+	return cost;
+}
+
+/* run_self() of the phases (@arg), one process with one child checked. */
+static void run_phases(struct __test_metadata *_metadata, const char *cli,
+		       struct run *r, const char *arg)
+{
+	run_self(_metadata, cli, r, false, arg);
 	EXPECT_TRUE(strstr(r->err.p, "\"exit_status\":7,") != NULL) RUN_LOG(r);
 	EXPECT_TRUE(strstr(r->err.p, "\"children\":1,") != NULL) RUN_LOG(r);
 }
@@ -2472,10 +2501,7 @@ TEST_F_TIMEOUT(cli, run_counts_each_phase, 120)
 		SKIP(return, "one CPU: the spinners pinned to CPU 0 would share it with the rest");
 	run_phases(_metadata, self->cli, &base, "--phases-zero");
 	run_phases(_metadata, self->cli, &r, "--phases");
-	for (i = 0, cost = 0; i < ARRAY_SIZE(want); i++) {
-		total_key(name, sizeof(name), i);
-		cost += run_total_s(base.err.p, name);
-	}
+	cost = run_cost_s(base.err.p);
 	/* A KASAN kernel's execs vary by more than the bound: 1-2 s. */
 	if (cost > 1) {
 		run_free(&base);
@@ -2517,27 +2543,17 @@ static int orphan_zombie(uint64_t spin_ns)
 
 TEST_F_TIMEOUT(cli, run_counts_an_adopted_zombie_once, 120)
 {
-	char self_exe[PATH_MAX];
 	double running, base;
 	struct run r;
-	ssize_t n;
 
 	NEED_SETUP();
 	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
 		SKIP(return, "the module keeps no totals (totals=0)");
-	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
-	ASSERT_LT(0, n);
-	self_exe[n] = '\0';
 	/* The same without the spin: what the start and the fork cost. */
-	run_cli(_metadata, self->cli, &r, "run", "-J", "--", self_exe,
-		"--orphan-zombie-zero", NULL);
-	ASSERT_EQ(7, status_code(r.status)) RUN_LOG(&r);
+	run_self(_metadata, self->cli, &r, false, "--orphan-zombie-zero");
 	base = run_total_s(r.err.p, "running");
 	run_free(&r);
-	run_cli(_metadata, self->cli, &r, "run", "-J", "--", self_exe,
-		"--orphan-zombie", NULL);
-	ASSERT_EQ(7, status_code(r.status)) RUN_LOG(&r);
-	ASSERT_TRUE(json_value(r.err.p, 0) != NULL) RUN_LOG(&r);
+	run_self(_metadata, self->cli, &r, false, "--orphan-zombie");
 	/* The zombie collected, and left to its parent's children. */
 	EXPECT_TRUE(strstr(r.err.p, "\"counted\":false") != NULL) RUN_LOG(&r);
 	running = run_total_s(r.err.p, "running") - base;
@@ -2570,19 +2586,12 @@ static int leave_daemon(void)
 /* As time(1): the program's end is the report's, a daemon not waited for. */
 TEST_F_TIMEOUT(cli, run_does_not_wait_for_a_daemon, 60)
 {
-	char self_exe[PATH_MAX];
 	uint64_t took;
 	struct run r;
-	ssize_t n;
 
 	NEED_SETUP();
-	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
-	ASSERT_LT(0, n);
-	self_exe[n] = '\0';
-	run_cli(_metadata, self->cli, &r, "run", "-J", "--", self_exe,
-		"--leave-daemon", NULL);
+	run_self(_metadata, self->cli, &r, false, "--leave-daemon");
 	took = taskstate_now_ns() - r.t0;
-	ASSERT_EQ(7, status_code(r.status)) RUN_LOG(&r);
 	EXPECT_TRUE(strstr(r.err.p, "\"still_running\":true") != NULL) RUN_LOG(&r);
 	TH_LOG("took %.3f s; the daemon sleeps 3 s", took / 1e9);
 	EXPECT_GT(2 * PHASE_NS, took) RUN_LOG(&r);
@@ -2652,22 +2661,6 @@ static double run_thread_s(const char *json, const char *comm,
 	return p ? strtoull(p + strlen(want), NULL, 10) / 1e9 : -1;
 }
 
-/* taskstate run -J --per-thread of this program with @arg: 7, JSON. */
-static void run_per_thread(struct __test_metadata *_metadata,
-			   const char *cli, struct run *r, const char *arg)
-{
-	char self_exe[PATH_MAX];
-	ssize_t n;
-
-	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
-	ASSERT_LT(0, n);
-	self_exe[n] = '\0';
-	run_cli(_metadata, cli, r, "run", "-J", "--per-thread", "--",
-		self_exe, arg, NULL);
-	ASSERT_EQ(7, status_code(r->status)) RUN_LOG(r);
-	ASSERT_TRUE(json_value(r->err.p, 0) != NULL) RUN_LOG(r);
-}
-
 /* The rows of the JSON's "threads". */
 static int thread_rows(const char *json)
 {
@@ -2715,12 +2708,9 @@ TEST_F_TIMEOUT(cli, run_per_thread_itemizes_each_thread, 120)
 	NEED_SETUP();
 	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
 		SKIP(return, "the module keeps no totals (totals=0)");
-	run_per_thread(_metadata, self->cli, &base, "--thread-phases-zero");
-	run_per_thread(_metadata, self->cli, &r, "--thread-phases");
-	for (i = 0, cost = 0; i < TASKSTATE_MAP_NR_TOTALS; i++) {
-		total_key(name, sizeof(name), i);
-		cost += run_total_s(base.err.p, name);
-	}
+	run_self(_metadata, self->cli, &base, true, "--thread-phases-zero");
+	run_self(_metadata, self->cli, &r, true, "--thread-phases");
+	cost = run_cost_s(base.err.p);
 	if (cost > 1) {
 		run_free(&base);
 		run_free(&r);
@@ -2804,7 +2794,7 @@ TEST_F_TIMEOUT(cli, run_per_thread_misses_no_thread, 120)
 	NEED_SETUP();
 	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
 		SKIP(return, "the module keeps no totals (totals=0)");
-	run_per_thread(_metadata, self->cli, &r, "--many-threads");
+	run_self(_metadata, self->cli, &r, true, "--many-threads");
 	rows = thread_rows(r.err.p);
 	p = strstr(r.err.p, "\"threads_lost\":");
 	ASSERT_TRUE(p != NULL) RUN_LOG(&r);

@@ -979,20 +979,6 @@ static int track_exits(int fd, pid_t pid, unsigned int flags)
 	return ioctl(fd, TASKSTATE_IOC_TRACK, &t) ? -errno : 0;
 }
 
-/* EXITS into @e (room for @count; an address for EFAULT): its count. */
-static int take_exits(int fd, struct taskstate_exit *e, uint32_t count,
-		      uint64_t *lost)
-{
-	struct taskstate_exits x = {
-		.size = sizeof(x), .count = count, .exits = (uintptr_t)e,
-	};
-
-	if (ioctl(fd, TASKSTATE_IOC_EXITS, &x))
-		return -errno;
-	*lost = x.lost;
-	return x.count;
-}
-
 static void *no_op(void *arg)
 {
 	return arg;
@@ -1039,7 +1025,7 @@ TEST_F(proc, exits_log_counts_what_it_cannot_hold)
 	fd = taskstate_open();
 	ASSERT_LE(0, fd);
 	/* No log yet: nothing, not an error. */
-	ASSERT_EQ(0, take_exits(fd, e, 1, &lost));
+	ASSERT_EQ(0, ts_take_exits(fd, e, 1, &lost));
 	pid = fork_thread_churn(gate, CHURN_THREADS);
 	ASSERT_LT(0, pid);
 	close(gate[0]);
@@ -1051,11 +1037,11 @@ TEST_F(proc, exits_log_counts_what_it_cannot_hold)
 	ASSERT_EQ(0, taskstate_process(fd, pid, &p));
 	ASSERT_EQ(1, p.valid);
 	/* Room for none: the lost count alone, then reset. */
-	ASSERT_EQ(0, take_exits(fd, NULL, 0, &lost));
+	ASSERT_EQ(0, ts_take_exits(fd, NULL, 0, &lost));
 	EXPECT_EQ(lost_first, lost);
 	/* Ten entries to a pointer no one can write: lost, not kept. */
-	ASSERT_EQ(-EFAULT, take_exits(fd, (void *)8, 10, &lost));
-	n = take_exits(fd, e, TASKSTATE_EXITS_LOG + 1, &lost);
+	ASSERT_EQ(-EFAULT, ts_take_exits(fd, (void *)8, 10, &lost));
+	n = ts_take_exits(fd, e, TASKSTATE_EXITS_LOG + 1, &lost);
 	EXPECT_EQ(TASKSTATE_EXITS_LOG - 10, n);
 	EXPECT_EQ(10, lost);
 	for (i = 0; i < n; i++) {
@@ -1064,7 +1050,7 @@ TEST_F(proc, exits_log_counts_what_it_cannot_hold)
 		EXPECT_EQ(p.start_ns, e[i].proc_start_ns);
 		EXPECT_STREQ("ts_proc", e[i].comm);
 	}
-	EXPECT_EQ(0, take_exits(fd, e, TASKSTATE_EXITS_LOG, &lost));
+	EXPECT_EQ(0, ts_take_exits(fd, e, TASKSTATE_EXITS_LOG, &lost));
 	EXPECT_EQ(0, lost);
 	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
 	taskstate_close(fd);
@@ -1115,7 +1101,7 @@ TEST_F(proc, exits_log_is_one_descriptors_until_closed)
 	close(gate[1]);
 	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
 	/* Its thread, then its main thread: both to b. */
-	EXPECT_EQ(2, take_exits(b, e, 2, &lost));
+	EXPECT_EQ(2, ts_take_exits(b, e, 2, &lost));
 	EXPECT_EQ(0, lost);
 	EXPECT_EQ(pid, e[1].tid);
 	taskstate_close(b);

@@ -1114,19 +1114,6 @@ TEST_F(scope, set_user_id_exec_leaves_the_mapping)
 	taskstate_mapping_close(&m);
 }
 
-/* EXITS through @fd into @e (room for @n): the count, or -errno. */
-static long exits_of(int fd, struct taskstate_exit *e, uint32_t n,
-		     uint64_t *lost)
-{
-	struct taskstate_exits a = {
-		.size = sizeof(a), .count = n, .exits = (uintptr_t)e,
-	};
-	long ret = ioc(fd, TASKSTATE_IOC_EXITS, &a);
-
-	*lost = a.lost;
-	return ret ? ret : a.count;
-}
-
 /* Has @pid exited (a zombie, or gone)?  Waited for up to 5 s. */
 static bool exited_soon(pid_t pid)
 {
@@ -1195,7 +1182,7 @@ TEST_F(scope, set_user_id_exec_leaves_the_exit_log)
 	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
 	if (grandchild > 0)
 		EXPECT_TRUE(exited_soon(grandchild));
-	n = exits_of(self->fd, e, ARRAY_SIZE(e), &lost);
+	n = ts_take_exits(self->fd, e, ARRAY_SIZE(e), &lost);
 	ASSERT_LE(0, n);
 	EXPECT_EQ(0, lost);
 	for (i = 0; i < n; i++) {

@@ -3,6 +3,7 @@
  * Helpers shared by the taskstate selftests: see util.h.
  */
 #include <signal.h>
+#include <sys/ioctl.h>
 #include "util.h"
 
 pid_t ts_gettid(void)
@@ -344,6 +345,19 @@ pid_t ts_fork_gated(int gate[2])
 		_exit(1);
 	close(gate[0]);
 	return 0;
+}
+
+int ts_take_exits(int fd, struct taskstate_exit *e, uint32_t count,
+		  uint64_t *lost)
+{
+	struct taskstate_exits x = {
+		.size = sizeof(x), .count = count, .exits = (uintptr_t)e,
+	};
+
+	if (ioctl(fd, TASKSTATE_IOC_EXITS, &x))
+		return -errno;
+	*lost = x.lost;
+	return x.count;
 }
 
 int ts_unprivileged_on(void)

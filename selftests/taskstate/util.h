@@ -131,6 +131,13 @@ int run_child(int (*fn)(void *), void *arg);
 pid_t ts_fork_gated(int gate[2]);
 
 /*
+ * TASKSTATE_IOC_EXITS through @fd into @e (room for @count; any address,
+ * for EFAULT): the entries taken, *@lost set; or -errno.
+ */
+int ts_take_exits(int fd, struct taskstate_exit *e, uint32_t count,
+		  uint64_t *lost);
+
+/*
  * Checks in a child (run_child()), whose exit status is the verdict: 0
  * passed, CHILD_SKIP cannot run here (no privilege to set it up),
  * anything else failed, explained on stderr.
