@@ -689,6 +689,15 @@ int ts_view_page(struct ts_owner *owner, unsigned long pgoff)
 	return ret;
 }
 
+/* @rec logs its threads' exits nowhere from now (ts_exits_free()). */
+static void ts_exits_drop_locked(struct ts_proc *rec)
+{
+	if (!rec->exits)
+		return;
+	rec->exits->nr_records--;
+	rec->exits = NULL;
+}
+
 /*
  * @s leaves its process's record, taking its totals up to now into
  * exited_ns: it was freed, or untracked by UNTRACK (uapi: both count).
@@ -767,10 +776,8 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 		 * A log being closed may have passed @next's slot already
 		 * (ts_exits_free()): no record may point at it from here.
 		 */
-		if (next->rec.exits && next->rec.exits->closing) {
-			next->rec.exits->nr_records--;
-			next->rec.exits = NULL;
-		}
+		if (next->rec.exits && next->rec.exits->closing)
+			ts_exits_drop_locked(&next->rec);
 		next->rec.nr_exited = s->rec.nr_exited;
 		next->rec.start_ns = s->rec.start_ns;
 		next->rec.walk = 0;
@@ -790,10 +797,7 @@ static void ts_proc_leave_locked(struct ts_slot *s)
 		list_del(&m->proc_node);
 		m->proc = TS_INDEX_NONE;
 	}
-	if (s->rec.exits) {
-		s->rec.exits->nr_records--;
-		s->rec.exits = NULL;
-	}
+	ts_exits_drop_locked(&s->rec);
 }
 
 /*
@@ -1496,10 +1500,8 @@ void ts_exec_leave_scope(struct task_struct *t, bool secure, bool exiting)
 	if (setid && s && s->proc != TS_INDEX_NONE) {
 		struct ts_proc *rec = &ts_slots[s->proc].rec;
 
-		if (rec->exits && rec->exits->scoped) {
-			rec->exits->nr_records--;
-			rec->exits = NULL;
-		}
+		if (rec->exits && rec->exits->scoped)
+			ts_exits_drop_locked(rec);
 	}
 	owner = s ? ts_entry_owner(s) : NULL;
 	if (owner && (setid || !ts_cred_is(c, owner->uid, owner->gid))) {
@@ -1782,10 +1784,8 @@ void ts_exits_free(struct ts_exits *x)
 		for (end = min(i + TS_PROC_CHUNK, ts_hwm); i < end; i++) {
 			struct ts_slot *s = &ts_slots[i];
 
-			if (s->proc == i && s->rec.exits == x) {
-				s->rec.exits = NULL;
-				x->nr_records--;
-			}
+			if (s->proc == i && s->rec.exits == x)
+				ts_exits_drop_locked(&s->rec);
 		}
 		raw_spin_unlock_irqrestore(&ts_lock, irqflags);
 		cond_resched();
