@@ -4,29 +4,20 @@
 # The guest side of scripts/count.sh --686: bench/count-guest.sh's run
 # for the Debian 6.1 686 guest, whose script runs in the busybox
 # initramfs (scripts/vm-run.sh): the static i386 driver, the modules and
-# this script in $TS_OUT.  The same settling, ASLR off, no wakeup
-# preemption, pinned to CPU 1; configurations N (not loaded), E (loaded,
-# nothing tracked), A (every thread tracked), z (A with totals=0) and Q
-# (A with the seqcount pair), operations empty, pipe and pipe_thr: what
-# runs without the host's tools.  Writes manifest.txt and guest-env.txt
-# as count-guest.sh does.
+# this script in $TS_OUT.  The same settling and setup
+# (count-guest-setup.sh, also in $TS_OUT), pinned to CPU 1;
+# configurations N (not loaded), E (loaded, nothing tracked), A (every
+# thread tracked), z (A with totals=0) and Q (A with the seqcount pair),
+# operations empty, pipe and pipe_thr: what runs without the host's
+# tools.
 out=$TS_OUT
 log() { echo "# $(date +%T) $*"; }
 die() { log "FATAL: $*"; exit 1; }
 
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
-cat /proc/kallsyms > "$out/kallsyms.txt"
-head -c 1 /dev/random > /dev/null || die "/dev/random"
-echo 0 > /proc/sys/kernel/randomize_va_space || die "cannot turn ASLR off"
-echo NO_WAKEUP_PREEMPTION > /sys/kernel/debug/sched/features ||
-	die "cannot turn wakeup preemption off"
-{
-	echo "guest_kernel=$(uname -r)"
-	echo "guest_cmdline=$(cat /proc/cmdline)"
-	echo "guest_ncpu=$(nproc)"
-	echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
-} > "$out/guest-env.txt"
-: > "$out/manifest.txt"
+# count.sh put it beside this run's files.
+# shellcheck source=count-guest-setup.sh
+. "$out/count-guest-setup.sh"
 
 unload() {
 	for _ in 1 2 3 4 5; do

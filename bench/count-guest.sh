@@ -20,37 +20,9 @@ bin=$COUNT_BIN
 
 cs=/sys/devices/system/clocksource/clocksource0/current_clocksource
 [ "$(cat $cs)" = tsc ] || die "clocksource $(cat $cs), not tsc"
-cat /proc/kallsyms > "$out/kallsyms.txt"
-# Until the kernel's random number generator is ready, every task
-# created draws its stack canary through a path that mixes and reseeds
-# (blake2s: some 9,000 instructions a thread create in 6.1 under TCG,
-# where no RDRAND feeds it); a read of /dev/random waits for it.
-head -c 1 /dev/random > /dev/null || die "/dev/random"
 sysctl -qw net.core.bpf_jit_kallsyms=1 2>/dev/null || true
-# The same addresses in every run: where the stack and heap fall decides
-# how many pages, so page faults (copy-on-write after fork), a loop
-# touches.
-echo 0 > /proc/sys/kernel/randomize_va_space || die "cannot turn ASLR off"
-# One scheduler path per operation: without wakeup preemption a woken
-# task waits for the waker to block, where otherwise CFS's choice depends
-# on the tasks' run times in ns, so on the emulation's speed, and a
-# round trip takes one of two paths of different length.
-echo NO_WAKEUP_PREEMPTION > /sys/kernel/debug/sched/features ||
-	die "cannot turn wakeup preemption off"
-{
-	echo "guest_kernel=$(uname -r)"
-	echo "guest_cmdline=$(cat /proc/cmdline)"
-	echo "guest_ncpu=$(nproc)"
-	echo "sched_features=$(cat /sys/kernel/debug/sched/features)"
-	echo "randomize_va_space=$(cat /proc/sys/kernel/randomize_va_space)"
-	# What the guest's CPU model makes the kernel add (return thunks,
-	# retpolines): part of every configuration's count, the module's too.
-	echo "cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
-	for f in /sys/devices/system/cpu/vulnerabilities/*; do
-		echo "vulnerability_${f##*/}=$(cat "$f")"
-	done
-} > "$out/guest-env.txt"
-: > "$out/manifest.txt"
+# shellcheck source=count-guest-setup.sh
+. "$(dirname "$0")/count-guest-setup.sh"
 
 # Settle: let what a load or unload queued (RCU callbacks, the snapshot's
 # grace periods, the probes' delayed detach, deferred frees) run out.

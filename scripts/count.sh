@@ -139,7 +139,8 @@ out=$(cd "$out" && pwd)
 guest=$out/../count-guest-$$.sh
 if [ $i686 = 1 ]; then
 	# The busybox guest runs what is in $out (/results there).
-	cp "$bin/i386/count" "$ko/taskstate.ko" "$out/"
+	cp "$bin/i386/count" "$ko/taskstate.ko" \
+		"$top/bench/count-guest-setup.sh" "$out/"
 	case " $configs " in *" Q "*) mkdir "$out/seq" && cp "$ko-seq/taskstate.ko" "$out/seq/" ;; esac
 	{
 		echo "export COUNT_CONFIGS=\"$configs\" COUNT_OPS=\"$ops\" COUNT_SPANS=$COUNT_SPANS"
