@@ -11,7 +11,7 @@
 #  - the state table with the TASKSTATE_* values of the uapi header (and
 #    the list in taskstate(4)),
 #  - the TASK_* mapping table with ts_state_from_linux() in
-#    module/states.h,
+#    module/linux-states.h,
 #  - the kernel feature flags with module/features.kbuild (and every
 #    TS_HAVE_* the module tests is one that file defines);
 # and the state and total names have one source, the uapi header's
@@ -39,7 +39,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 design=$top/docs/design.md
 uapi=$top/include/uapi/linux/taskstate.h
-states_h=$top/module/states.h
+states_h=$top/module/linux-states.h
 features=$top/module/features.kbuild
 for f in "$design" "$uapi" "$states_h" "$features"; do
 	[ -f "$f" ] || bail "missing ${f#"$top"/}"
@@ -156,7 +156,7 @@ states_agree() {	# design.md taskstate.h
 # kernel-doc), one statement a line:
 # "TASK_BIT... | STATE..." (the bits it tests, also those a comment names
 # for the final return, and the states it returns).
-code_mapping() {	# states.h
+code_mapping() {	# linux-states.h
 	awk '
 	/^static.*ts_state_from_linux\(/ { inf = 1 }
 	inf { body = body " " $0 }
@@ -197,7 +197,7 @@ doc_mapping() {	# design.md
 	}' "$1"
 }
 
-mapping_agrees() {	# design.md states.h
+mapping_agrees() {	# design.md linux-states.h
 	local bits states b s rc=0 found
 	doc_mapping "$1" > "$tmp/doc-map"
 	code_mapping "$2" > "$tmp/code-map"
@@ -211,19 +211,19 @@ mapping_agrees() {	# design.md states.h
 		for b in $bits; do
 			found=0
 			for s in $states; do row "$b" "$s" && found=1; done
-			[ $found = 1 ] || { echo "$b: no row that maps it to $states (module/states.h)"; rc=1; }
+			[ $found = 1 ] || { echo "$b: no row that maps it to $states (module/linux-states.h)"; rc=1; }
 		done
 		# Each state the statement returns is in a row of one of its bits.
 		for s in $states; do
 			found=0
 			for b in $bits; do row "$b" "$s" && found=1; done
-			[ $found = 1 ] || { echo "$s: no row of $bits gives it (module/states.h)"; rc=1; }
+			[ $found = 1 ] || { echo "$s: no row of $bits gives it (module/linux-states.h)"; rc=1; }
 		done
 	done < "$tmp/code-map"
 	# Each bit the table names is one the code (or its comments) knows.
 	cut -d'|' -f1 "$tmp/doc-map" | tr ' ' '\n' | grep . | sort -u > "$tmp/doc-bits"
 	while read -r b; do
-		grep -qF -- "$b" "$2" || { echo "$b: in the table, not in module/states.h"; rc=1; }
+		grep -qF -- "$b" "$2" || { echo "$b: in the table, not in module/linux-states.h"; rc=1; }
 	done < "$tmp/doc-bits"
 	return $rc
 }
@@ -368,7 +368,7 @@ ok $? "negative control: a state table with a renamed state fails"
 mapping_agrees "$design" "$states_h" > "$tmp/out"
 rc=$?
 comment < "$tmp/out"
-ok $rc "docs/design.md's TASK_* table maps each bit as module/states.h does ($(wc -l < "$tmp/code-map") tests)"
+ok $rc "docs/design.md's TASK_* table maps each bit as module/linux-states.h does ($(wc -l < "$tmp/code-map") tests)"
 
 # shellcheck disable=SC2016
 sed -E 's/^(\| `TASK_PARKED` \|[^|]*\|) SLEEPING \|/\1 BLOCKED |/' "$design" > "$tmp/design-bad.md"

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR GPL-2.0 */
+/*
+ * The BPF backend's objects as its three users see them: the program
+ * (taskstate.bpf.c), its loader (loader.c, `taskstate bpf`) and the
+ * library (lib/bpf.c), which reads the pinned maps with bare bpf(2)
+ * calls.  Plain C types only: the BPF side has no libc.
+ */
+#ifndef TASKSTATE_BPF_H
+#define TASKSTATE_BPF_H
+
+/* Where the loader pins everything: a directory of the BPF filesystem. */
+#define TS_BPF_PIN_DIR		"/sys/fs/bpf/taskstate"
+
+/*
+ * The maps, by pinned name (TS_BPF_PIN_DIR "/" name):
+ *  entries  BPF_F_MMAPABLE array of struct taskstate_map_entry, the
+ *           mapping of the uapi header, index for index
+ *  hints    array of __u32 indexed by tid: the entry index + 1 of the
+ *           thread that last took that tid, 0 if none; a hint only, which
+ *           owners[] confirms
+ *  owners   array of __u64 indexed like entries: the task_struct address
+ *           of the entry's owner, 0 while free (root-only: an address)
+ *  tasks    hash from a task_struct address to its entry index, to
+ *           give the entry back when the task is freed, whatever its tid
+ *           is by then (root-only)
+ *  spare    queue of the free entry indices
+ *  config   array of one struct ts_bpf_config
+ *  stats    per-CPU array of __u64 counters, TS_BPF_STAT_*
+ */
+#define TS_BPF_ENTRIES		"entries"
+#define TS_BPF_HINTS		"hints"
+#define TS_BPF_OWNERS		"owners"
+#define TS_BPF_TASKS		"tasks"
+#define TS_BPF_SPARE		"spare"
+#define TS_BPF_CONFIG		"config"
+#define TS_BPF_STATS		"stats"
+
+/* What the loader decided, for `taskstate bpf status` and the library. */
+struct ts_bpf_config {
+	__u32 max_threads;	/* entries */
+	__u32 max_tid;		/* hints: threads with a tid below it */
+	__u64 loaded_ns;	/* CLOCK_BOOTTIME of the snapshot */
+};
+
+/*
+ * Counters, summed over the CPUs by `taskstate bpf status`.  A thread is
+ * not tracked when every entry is taken (full), when its tid is not below
+ * max_tid (tid), when its tid's hint still names an exited thread not yet
+ * freed (busy), or when the tasks map was busy on its CPU, an interrupt
+ * inside an update (locked).  tracked and freed count entries given and
+ * given back.
+ */
+enum {
+	TS_BPF_STAT_FULL,
+	TS_BPF_STAT_TID,
+	TS_BPF_STAT_BUSY,
+	TS_BPF_STAT_LOCKED,
+	TS_BPF_STAT_TRACKED,
+	TS_BPF_STAT_FREED,
+	TS_BPF_NR_STATS,
+};
+
+#define TS_BPF_STAT_NAMES {						\
+	[TS_BPF_STAT_FULL] = "full",		[TS_BPF_STAT_TID] = "tid",	\
+	[TS_BPF_STAT_BUSY] = "busy",		[TS_BPF_STAT_LOCKED] = "locked", \
+	[TS_BPF_STAT_TRACKED] = "tracked",	[TS_BPF_STAT_FREED] = "freed",	\
+}
+
+#endif /* TASKSTATE_BPF_H */

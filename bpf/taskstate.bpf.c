@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * taskstate's BPF backend: the module's words, per-state totals and mapped
+ * entries, kept by BTF tracepoint programs where no module may load.
+ *
+ * Every thread is tracked, as with the module's track_all=1: the loader
+ * runs ts_snapshot (an iter/task program) over the threads that exist
+ * once the tracepoint programs are attached, and ts_newtask gives every
+ * new thread an entry.  The entries are the uapi's struct
+ * taskstate_map_entry, same word, gen and totals protocol, in a
+ * BPF_F_MMAPABLE array that readers map read-only.
+ *
+ * Finding a thread's entry in a probe: hints[tid] holds its index + 1,
+ * and owners[index] the address of the task that owns it, which the probe
+ * compares with its own task.  The hint may be stale (a tid that changed
+ * hands, an exec that moved it); the owner decides, so a stale hint
+ * costs a missed event, never a write to another thread's entry.  Why
+ * not task local storage, the natural place: in 6.1
+ * bpf_task_storage_get() fails while another task-storage call runs on
+ * the CPU (a per-CPU busy count), and counted on this project's guests it
+ * failed about once per process start (306 times in 300 runs of
+ * /bin/true): lost state changes.  Two array loads and a compare fail
+ * never, and cost less than a hash lookup (docs/performance.md).
+ *
+ * One writer per entry: a thread's switch-out, switch-in and wakeups
+ * are serialised by the scheduler (its run queue lock, or its own CPU),
+ * as for the module (module/probes.c).  An entry is given back only when
+ * its task is freed (sched_process_free, an RCU callback after the
+ * task's last switch): no probe can be writing it then, so it is emptied
+ * at once, where the module waits for a grace period.
+ *
+ * Fields of struct task_struct are read directly through BTF (never
+ * bpf_probe_read_kernel() or BPF_CORE_READ()), which lockdown's
+ * confidentiality mode allows; the struct declarations below carry only
+ * the fields used, relocated by libbpf against the running kernel's BTF.
+ */
+#include <stdbool.h>
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <linux/taskstate.h>
+#include "taskstate-bpf.h"
+
+/*
+ * Loads and stores the compiler must not split, merge or drop: the
+ * kernel's READ_ONCE() and WRITE_ONCE().  (clang 14 cannot select a
+ * relaxed __atomic_load_n() for BPF.)
+ */
+#define TS_READ(x)	(*(const volatile typeof(x) *)&(x))
+#define TS_WRITE(x, v)	(*(volatile typeof(x) *)&(x) = (v))
+
+/*
+ * The TASK_* bits of include/linux/sched.h, the same from 6.1 to 7.2
+ * (the kernels the backend runs on), for the shared rule below.
+ */
+#define TASK_RUNNING		0x00000000
+#define TASK_INTERRUPTIBLE	0x00000001
+#define TASK_UNINTERRUPTIBLE	0x00000002
+#define __TASK_STOPPED		0x00000004
+#define __TASK_TRACED		0x00000008
+#define TASK_PARKED		0x00000040
+#define TASK_DEAD		0x00000080
+#define TASK_WAKEKILL		0x00000100
+#define TASK_WAKING		0x00000200
+#define TASK_NOLOAD		0x00000400
+#define TASK_NEW		0x00000800
+#define TASK_RTLOCK_WAIT	0x00001000
+#define TASK_FREEZABLE		0x00002000
+#define TASK_FROZEN		0x00008000
+
+#include "../module/linux-states.h"
+
+struct sched_entity {
+	unsigned char sched_delayed;	/* 6.12+ */
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	unsigned int __state;
+	int on_cpu;
+	int on_rq;
+	int exit_state;
+	int pid;
+	int tgid;
+	struct sched_entity se;
+	bool is_blocked;		/* 7.2+ */
+} __attribute__((preserve_access_index));
+
+/* The same fields where a kernel made them one byte (7.2). */
+struct task_struct___u8 {
+	unsigned char on_cpu;
+	unsigned char on_rq;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter_meta;
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+} __attribute__((preserve_access_index));
+
+/* Sizes set by the loader before load (bpf_map__set_max_entries()). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct taskstate_map_entry);
+	__uint(max_entries, 1);
+} entries SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+} owners SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} hints SEC(".maps");
+
+/* Preallocated (no BPF_F_NO_PREALLOC): no allocation in a probe. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} spare SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct ts_bpf_config);
+	__uint(max_entries, 1);
+} config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, TS_BPF_NR_STATS);
+} stats SEC(".maps");
+
+/*
+ * Set by the loader: on a weakly ordered CPU (arm64) the stores that must
+ * be seen in order (a total before its word) go through an atomic
+ * exchange, which the JITs make a full barrier; x86 keeps stores in order
+ * and stores plainly, as the module does.  A constant to the verifier:
+ * the other branch is not even loaded.  (const volatile: libbpf's way to
+ * a read-only global the loader sets, which the compiler cannot fold.)
+ */
+const volatile bool ts_weak_order;
+
+static __always_inline void ts_count(__u32 stat)
+{
+	__u64 *n = bpf_map_lookup_elem(&stats, &stat);
+
+	if (n)
+		*n += 1;
+}
+
+static __always_inline bool ts_on_cpu(struct task_struct *t)
+{
+	if (bpf_core_field_size(t->on_cpu) == 1)
+		return ((struct task_struct___u8 *)t)->on_cpu;
+	return t->on_cpu;
+}
+
+static __always_inline bool ts_on_rq(struct task_struct *t)
+{
+	if (bpf_core_field_size(t->on_rq) == 1)
+		return ((struct task_struct___u8 *)t)->on_rq;
+	return t->on_rq;
+}
+
+/*
+ * module/compat.h's ts_task_queued(): queued on a run queue and runnable.
+ * 6.12's delayed dequeue keeps a sleeping task queued with
+ * se.sched_delayed; 7.2 says that (and proxy execution's blocked tasks)
+ * in is_blocked.
+ */
+static __always_inline bool ts_queued(struct task_struct *t)
+{
+	if (!ts_on_rq(t))
+		return false;
+	if (bpf_core_field_exists(t->is_blocked))
+		return !t->is_blocked;
+	if (bpf_core_field_exists(t->se.sched_delayed))
+		return !t->se.sched_delayed;
+	return true;
+}
+
+/* The entry of a tracked task, or NULL: see the top of the file. */
+static __always_inline struct taskstate_map_entry *ts_entry_of(struct task_struct *t)
+{
+	__u32 tid = t->pid;
+	__u32 *hint = bpf_map_lookup_elem(&hints, &tid);
+	__u64 *owner;
+	__u32 i;
+
+	if (!hint || !*hint)
+		return NULL;
+	i = *hint - 1;
+	owner = bpf_map_lookup_elem(&owners, &i);
+	if (!owner || *owner != (__u64)t)
+		return NULL;
+	return bpf_map_lookup_elem(&entries, &i);
+}
+
+static __always_inline void ts_store_word(struct taskstate_map_entry *e, __u64 w)
+{
+	if (ts_weak_order)
+		__sync_lock_test_and_set(&e->word, w);
+	else
+		TS_WRITE(e->word, w);
+}
+
+/*
+ * module/entry.h's ts_pub_set(), totals always on: add the old state's
+ * time to its total, then store the word.  The first word of an owner
+ * may race with the snapshot's (ts_first()).
+ */
+static __always_inline bool ts_first(struct taskstate_map_entry *e, __u64 w)
+{
+	if (__sync_val_compare_and_swap(&e->word, 0, w) != 0)
+		return false;
+	e->start_ns = taskstate_since_ns(w);
+	return true;
+}
+
+static __always_inline void ts_set(struct taskstate_map_entry *e,
+				   unsigned int state, __u64 now)
+{
+	__u64 old = TS_READ(e->word);
+	unsigned int total;
+	__u64 d;
+
+	if (taskstate_state(old) == state)
+		return;
+	if (!old) {
+		if (ts_first(e, taskstate_pack(state, now)))
+			return;
+		old = TS_READ(e->word);
+		if (taskstate_state(old) == state)
+			return;
+	}
+	total = taskstate_total_of(taskstate_state(old));
+	if (total >= TASKSTATE_MAP_NR_TOTALS)
+		return;
+	/* The difference mod 2^61, as ts_pub_add(): bit 60 is the sign. */
+	d = (now - old) << (64 - TASKSTATE_TIME_BITS);
+	if ((__s64)d < 0) {
+		d = 0;
+		now = taskstate_since_ns(old);
+	}
+	e->state_ns[total] += d >> (64 - TASKSTATE_TIME_BITS);
+	ts_store_word(e, taskstate_pack(state, now));
+}
+
+/* module/probes.c's ts_prev_state(). */
+static __always_inline unsigned int ts_prev_state(bool preempt,
+						  struct task_struct *prev,
+						  unsigned int prev_state)
+{
+	if (preempt || prev_state == TASK_RUNNING || ts_queued(prev))
+		return TASKSTATE_RUNNABLE;
+	return ts_state_from_linux(prev_state);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ts_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	struct taskstate_map_entry *pe = ts_entry_of(prev);
+	struct taskstate_map_entry *ne = ts_entry_of(next);
+	__u64 now = 0;
+
+	/*
+	 * One clock read per event, as the module's: both words carry the
+	 * same time.  (Not `if (!pe && !ne)`: clang ORs the two pointers,
+	 * which the verifier refuses.)
+	 */
+	if (pe) {
+		now = bpf_ktime_get_boot_ns();
+		ts_set(pe, ts_prev_state(preempt, prev, prev_state), now);
+	}
+	if (ne) {
+		if (!now)
+			now = bpf_ktime_get_boot_ns();
+		ts_set(ne, TASKSTATE_RUNNING, now);
+	}
+	return 0;
+}
+
+/* module/probes.c's ts_probe_wakeup(): on_cpu is exact here. */
+static __always_inline void ts_woken(struct task_struct *p)
+{
+	struct taskstate_map_entry *e = ts_entry_of(p);
+
+	if (e)
+		ts_set(e, ts_on_cpu(p) ? TASKSTATE_RUNNING : TASKSTATE_RUNNABLE,
+		       bpf_ktime_get_boot_ns());
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(ts_wakeup, struct task_struct *p)
+{
+	ts_woken(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(ts_wakeup_new, struct task_struct *p)
+{
+	ts_woken(p);
+	return 0;
+}
+
+/*
+ * Give task t (tid) an entry: pop a free index, take the entry (its tid,
+ * then an odd gen, as the module's ts_pub_take()), record the owner, then
+ * publish the hint.  The entry's word and totals are zero: emptied when
+ * it was given back.  Returns the entry, or NULL (counted).
+ */
+static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *t)
+{
+	__u32 tid = t->pid, old, i, j;
+	struct taskstate_map_entry *e;
+	__u32 *hint = bpf_map_lookup_elem(&hints, &tid);
+	__u64 *owner, key = (__u64)t;
+
+	if (!hint) {
+		ts_count(TS_BPF_STAT_TID);
+		return NULL;
+	}
+	old = *hint;
+	if (old) {
+		/*
+		 * Already this task's (the snapshot and a fork can meet), or
+		 * a thread's that exited with this tid and is not freed
+		 * yet: that one still owns the entry, with this tid in it.
+		 * Anything else is a stale hint, taken over below.
+		 */
+		j = old - 1;
+		owner = bpf_map_lookup_elem(&owners, &j);
+		e = bpf_map_lookup_elem(&entries, &j);
+		if (!owner || !e)
+			return NULL;
+		if (*owner == key)
+			return e;
+		if (*owner && e->tid == tid) {
+			ts_count(TS_BPF_STAT_BUSY);
+			return NULL;
+		}
+	}
+	if (bpf_map_pop_elem(&spare, &i)) {
+		ts_count(TS_BPF_STAT_FULL);
+		return NULL;
+	}
+	owner = bpf_map_lookup_elem(&owners, &i);
+	e = bpf_map_lookup_elem(&entries, &i);
+	if (!owner || !e)
+		return NULL;	/* an index the loader never pushed */
+	/*
+	 * BPF_ANY: an element left by a free whose delete failed (below)
+	 * names a task that is gone.  Fails only if this CPU is inside
+	 * another update of the map (an interrupt between its two steps).
+	 */
+	if (bpf_map_update_elem(&tasks, &key, &i, BPF_ANY)) {
+		ts_count(TS_BPF_STAT_LOCKED);
+		goto give_back;
+	}
+	e->tid = tid;
+	/* Odd; a full barrier: the tid before the gen. */
+	__sync_fetch_and_add(&e->gen, 1);
+	*owner = key;
+	if (__sync_val_compare_and_swap(hint, old, i + 1) != old) {
+		/* Another claim of this tid won: undo. */
+		*owner = 0;
+		__sync_fetch_and_add(&e->gen, 1);
+		e->tid = 0;
+		bpf_map_delete_elem(&tasks, &key);
+		goto give_back;
+	}
+	ts_count(TS_BPF_STAT_TRACKED);
+	return e;
+give_back:
+	bpf_map_push_elem(&spare, &i, 0);
+	return NULL;
+}
+
+/*
+ * task_newtask: every new task, from copy_process() once it cannot fail.
+ * It has not run; sched_wakeup_new writes its first word.
+ */
+SEC("tp_btf/task_newtask")
+int BPF_PROG(ts_newtask, struct task_struct *task)
+{
+	ts_claim(task);
+	return 0;
+}
+
+/*
+ * exec by a thread that is not the leader: de_thread() swapped its tid
+ * with the leader's (exchange_tids()), so it now has the process's pid.
+ * Move its hint there, and the entry's tid with it (same entry, same
+ * gen).  From the swap until here its events find the leader's hint and
+ * are missed.  The leader's entry, if the leader is not freed yet, is
+ * given back when it is (through tasks, not its tid).
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(ts_exec, struct task_struct *p, int old_pid)
+{
+	__u32 tid = p->pid, from = old_pid;
+	struct taskstate_map_entry *e;
+	__u32 *ohint, *nhint, i;
+	__u64 *owner;
+
+	if (tid == from)
+		return 0;
+	ohint = bpf_map_lookup_elem(&hints, &from);
+	nhint = bpf_map_lookup_elem(&hints, &tid);
+	if (!ohint || !nhint || !*ohint)
+		return 0;
+	i = *ohint - 1;
+	owner = bpf_map_lookup_elem(&owners, &i);
+	e = bpf_map_lookup_elem(&entries, &i);
+	if (!owner || !e || *owner != (__u64)p)
+		return 0;
+	e->tid = tid;
+	*nhint = i + 1;
+	__sync_val_compare_and_swap(ohint, i + 1, 0);
+	return 0;
+}
+
+/*
+ * sched_process_free: from delayed_put_task_struct(), an RCU callback
+ * after the task's last switch and after it was unhashed.  No probe can
+ * be writing its entry: give it back, emptied, as the module's release
+ * and reset: gen even, tid 0, then the word and totals.  The owner is
+ * cleared before the index is pushed, whose queue lock orders all of it
+ * before the next claim's pop.
+ */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(ts_free, struct task_struct *p)
+{
+	__u64 key = (__u64)p, *owner;
+	struct taskstate_map_entry *e;
+	__u32 *ip, i, tid, *hint;
+	int k;
+
+	ip = bpf_map_lookup_elem(&tasks, &key);
+	if (!ip)
+		return 0;
+	i = *ip;
+	owner = bpf_map_lookup_elem(&owners, &i);
+	e = bpf_map_lookup_elem(&entries, &i);
+	if (!owner || !e)
+		return 0;
+	if (*owner != key) {
+		/* Stale: see ts_claim(). */
+		bpf_map_delete_elem(&tasks, &key);
+		return 0;
+	}
+	tid = e->tid;
+	__sync_fetch_and_add(&e->gen, 1);	/* even; a full barrier */
+	e->tid = 0;
+	e->word = 0;
+	e->start_ns = 0;
+	for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++)
+		e->state_ns[k] = 0;
+	*owner = 0;
+	hint = bpf_map_lookup_elem(&hints, &tid);
+	if (hint)
+		__sync_val_compare_and_swap(hint, i + 1, 0);
+	bpf_map_delete_elem(&tasks, &key);
+	bpf_map_push_elem(&spare, &i, 0);
+	ts_count(TS_BPF_STAT_FREED);
+	return 0;
+}
+
+/*
+ * module/states.h's ts_state_of(): the state of a task not passing a
+ * tracepoint now, for the snapshot.  The atomic on a dummy is the
+ * smp_rmb() there (an on_cpu seen clear before the on_rq and __state the
+ * switch-out left).
+ */
+static __u64 ts_fence_word;
+
+static __always_inline unsigned int ts_state_of(struct task_struct *t)
+{
+	unsigned int st;
+
+	if (ts_on_cpu(t))
+		return TASKSTATE_RUNNING;
+	__sync_val_compare_and_swap(&ts_fence_word, 0, 0);
+	st = t->__state;
+	if (st & TASK_NEW)
+		return TASKSTATE_NONE;
+	if (ts_queued(t))
+		return TASKSTATE_RUNNABLE;
+	return ts_state_from_linux(st);
+}
+
+/*
+ * The snapshot: run once by the loader after the tracepoint programs are
+ * attached, over every task.  A task that has begun to exit is skipped:
+ * its free may already have run, which would leave its entry taken
+ * forever.  Reading exit_state as 0 inside this RCU read-side section
+ * means the free cannot run before the section ends (it is an RCU
+ * callback queued after exit_state was set).  The first word is written
+ * only if the probes have not written one (ts_first()), stamped now: the
+ * time of the snapshot, not of the task's last change.
+ */
+SEC("iter/task")
+int ts_snapshot(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct taskstate_map_entry *e;
+	unsigned int state;
+
+	if (!t || t->exit_state)
+		return 0;
+	e = ts_claim(t);
+	if (!e)
+		return 0;
+	state = ts_state_of(t);
+	if (state != TASKSTATE_NONE)
+		ts_first(e, taskstate_pack(state, bpf_ktime_get_boot_ns()));
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
