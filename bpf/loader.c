@@ -49,12 +49,14 @@ static const char usage[] =
 "The BPF backend of taskstate, for kernels that refuse its module (Secure\n"
 "Boot lockdown, signed-module-only hosts).  load attaches it, tracking\n"
 "every thread, and pins it under " TS_BPF_PIN_DIR "; unload detaches\n"
-"it; status says whether it is loaded and what it could not track.\n"
+"it; status says whether it is loaded, how many threads it tracks now\n"
+"(threads), and counts what it could not track (full, tid, busy,\n"
+"locked) and the entries it gave (tracked) and took back (freed).\n"
 "Needs root (CAP_BPF and CAP_PERFMON), BTF and Linux 6.1 or later.\n"
 "\n"
 "  --max-threads N   threads it can track at once (default 32768)\n"
 "  --max-tid N       it tracks threads whose tid is below N (default:\n"
-"                    kernel.pid_max); 4 bytes each\n";
+"                    kernel.pid_max); 8 bytes each\n";
 
 static const char *const stat_names[] = TS_BPF_STAT_NAMES;
 
@@ -65,7 +67,7 @@ static const char *const link_pins[] = {
 };
 
 static const char *const map_pins[] = {
-	TS_BPF_ENTRIES, TS_BPF_HINTS, TS_BPF_OWNERS, TS_BPF_TASKS,
+	TS_BPF_ENTRIES, TS_BPF_HINTS, TS_BPF_TGIDS, TS_BPF_OWNERS, TS_BPF_TASKS,
 	TS_BPF_SPARE, TS_BPF_CONFIG, TS_BPF_STATS,
 };
 
@@ -181,7 +183,8 @@ out:
 static int pin_maps(struct taskstate_bpf *skel)
 {
 	struct bpf_map *maps[] = {
-		skel->maps.entries, skel->maps.hints, skel->maps.owners,
+		skel->maps.entries, skel->maps.hints, skel->maps.tgids,
+		skel->maps.owners,
 		skel->maps.tasks, skel->maps.spare, skel->maps.config,
 		skel->maps.stats,
 	};
@@ -324,6 +327,7 @@ static int cmd_load(int argc, char **argv)
 	skel->rodata->ts_weak_order = true;
 #endif
 	bpf_map__set_max_entries(skel->maps.entries, cfg.max_threads);
+	bpf_map__set_max_entries(skel->maps.tgids, cfg.max_threads);
 	bpf_map__set_max_entries(skel->maps.owners, cfg.max_threads);
 	bpf_map__set_max_entries(skel->maps.tasks, cfg.max_threads);
 	bpf_map__set_max_entries(skel->maps.spare, cfg.max_threads);
@@ -449,7 +453,7 @@ static int cmd_status(int argc, char **argv)
 	}
 	free(vals);
 	printf("loaded\n");
-	printf("max_threads %u\nmax_tid %u\ntracked %u\n", cfg.max_threads,
+	printf("max_threads %u\nmax_tid %u\nthreads %u\n", cfg.max_threads,
 	       cfg.max_tid, tracked);
 	for (i = 0; i < TS_BPF_NR_STATS; i++)
 		printf("%s %llu\n", stat_names[i], (unsigned long long)sums[i]);

@@ -117,10 +117,19 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, __u32);
 	__uint(max_entries, 1);
 } hints SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} tgids SEC(".maps");
 
 /* Preallocated (no BPF_F_NO_PREALLOC): no allocation in a probe. */
 struct {
@@ -335,7 +344,7 @@ static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *
 {
 	__u32 tid = t->pid, old, i, j;
 	struct taskstate_map_entry *e;
-	__u32 *hint = bpf_map_lookup_elem(&hints, &tid);
+	__u32 *hint = bpf_map_lookup_elem(&hints, &tid), *tgid;
 	__u64 *owner, key = (__u64)t;
 
 	if (!hint) {
@@ -368,7 +377,8 @@ static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *
 	}
 	owner = bpf_map_lookup_elem(&owners, &i);
 	e = bpf_map_lookup_elem(&entries, &i);
-	if (!owner || !e)
+	tgid = bpf_map_lookup_elem(&tgids, &i);
+	if (!owner || !e || !tgid)
 		return NULL;	/* an index the loader never pushed */
 	/*
 	 * BPF_ANY: an element left by a free whose delete failed (below)
@@ -379,8 +389,9 @@ static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *
 		ts_count(TS_BPF_STAT_LOCKED);
 		goto give_back;
 	}
+	*tgid = t->tgid;
 	e->tid = tid;
-	/* Odd; a full barrier: the tid before the gen. */
+	/* Odd; a full barrier: the tid and tgid before the gen. */
 	__sync_fetch_and_add(&e->gen, 1);
 	*owner = key;
 	if (__sync_val_compare_and_swap(hint, old, i + 1) != old) {

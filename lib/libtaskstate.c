@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "libtaskstate.h"
 
 /* The structs must match the first ABI version on every architecture. */
@@ -179,15 +180,34 @@ static int64_t boot_offset_read(int64_t known)
 	return parse_boottime(buf, &offset) ? offset : known;
 }
 
+/*
+ * The module's device; without it (and without $TASKSTATE_DEV naming
+ * another), the BPF backend's pinned maps if they are there.
+ */
 int taskstate_open(void)
 {
 	int fd = open(taskstate_dev_path(), O_RDONLY | O_CLOEXEC);
 	struct taskstate_info info;
+	const char *dev = getenv("TASKSTATE_DEV");
 
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		int err = -errno;
+
+		if (err != -ENOENT || (dev && *dev))
+			return err;
+		fd = ts_bpf_open();
+		if (fd < 0)
+			return fd == -ENOENT ? err : fd;
+	}
 	taskstate_info(fd, &info);	/* for the offset; errors come later */
 	return fd;
+}
+
+const char *taskstate_backend(int fd)
+{
+	int bpf = ts_is_bpf(fd);
+
+	return bpf < 0 ? NULL : bpf ? "bpf" : "module";
 }
 
 void taskstate_close(int fd)
@@ -200,10 +220,21 @@ int taskstate_info(int fd, struct taskstate_info *info)
 {
 	int64_t rt_minus_boot;
 
+	int bpf = ts_is_bpf(fd), ret;
+
 	memset(info, 0, sizeof(*info));
 	info->size = sizeof(*info);
-	if (ioctl(fd, TASKSTATE_IOC_INFO, info) < 0)
+	if (bpf < 0)
+		return bpf;
+	if (bpf) {
+		/* No module to ask: this process's own offset. */
+		ret = ts_bpf_info(fd, info);
+		if (ret)
+			return ret;
+		info->boottime_offset_ns = boot_offset_read(0);
+	} else if (ioctl(fd, TASKSTATE_IOC_INFO, info) < 0) {
 		return -errno;
+	}
 	rt_minus_boot = rt_minus_boot_careful();
 	boot_offset_publish(info->boottime_offset_ns, rt_minus_boot);
 	return 0;
@@ -227,11 +258,20 @@ static int track_ioctl(int fd, unsigned long cmd, unsigned int id,
 
 int taskstate_track(int fd, unsigned int id, bool process, uint64_t *nr_threads)
 {
+	int bpf = ts_is_bpf(fd);
+
+	if (bpf)
+		return bpf < 0 ? bpf : ts_bpf_track(fd, id, process, nr_threads);
 	return track_ioctl(fd, TASKSTATE_IOC_TRACK, id, process, nr_threads);
 }
 
+/* The BPF backend tracks every thread: it cannot stop tracking one. */
 int taskstate_untrack(int fd, unsigned int id, bool process, uint64_t *nr_threads)
 {
+	int bpf = ts_is_bpf(fd);
+
+	if (bpf)
+		return bpf < 0 ? bpf : -EOPNOTSUPP;
 	return track_ioctl(fd, TASKSTATE_IOC_UNTRACK, id, process, nr_threads);
 }
 
@@ -285,7 +325,13 @@ int taskstate_sample(int fd, struct taskstate_entry *e,
 		     struct taskstate_totals *t, uint32_t n)
 {
 	struct sample_arg a = { .e = e, .t = t };
+	int bpf;
 
+	if (!n)
+		return 0;
+	bpf = ts_is_bpf(fd);
+	if (bpf)
+		return bpf < 0 ? bpf : ts_bpf_sample(fd, e, t, n);
 	return in_batches(fd, n, &a, sample_batch);
 }
 
@@ -296,8 +342,12 @@ int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
 	struct taskstate_totals *tbuf = NULL;
 	struct taskstate_entry *buf = NULL;
 	uint32_t count = LIST_FIRST_COUNT;
-	int tries, ret, err = 0;
+	int tries, ret, err = 0, bpf;
 	void *tmp;
+
+	bpf = ts_is_bpf(fd);
+	if (bpf)
+		return bpf < 0 ? bpf : ts_bpf_list(fd, pid, out, tout, n);
 
 	for (tries = 1; ; tries++) {
 		struct taskstate_list l = {
@@ -348,8 +398,11 @@ int taskstate_list(int fd, unsigned int pid, struct taskstate_entry **out,
 
 int taskstate_process(int fd, unsigned int pid, struct taskstate_process *p)
 {
-	int tries = 0;
+	int tries = 0, bpf = ts_is_bpf(fd);
 
+	/* The BPF backend keeps no process records. */
+	if (bpf)
+		return bpf < 0 ? bpf : -EOPNOTSUPP;
 	do {
 		memset(p, 0, sizeof(*p));
 		p->size = sizeof(*p);
@@ -368,6 +421,9 @@ int taskstate_mapping_open(int fd, struct taskstate_mapping *m)
 	int ret;
 
 	memset(m, 0, sizeof(*m));
+	ret = ts_is_bpf(fd);
+	if (ret)
+		return ret < 0 ? ret : ts_bpf_mapping_open(fd, m);
 	ret = taskstate_info(fd, &info);
 	if (ret)
 		return ret;
@@ -410,6 +466,13 @@ static int locate_batch(int fd, void *arg, uint32_t done, uint32_t chunk)
 
 int taskstate_locate(int fd, struct taskstate_location *l, uint32_t n)
 {
+	int bpf;
+
+	if (!n)
+		return 0;
+	bpf = ts_is_bpf(fd);
+	if (bpf)
+		return bpf < 0 ? bpf : ts_bpf_locate(fd, l, n);
 	return in_batches(fd, n, l, locate_batch);
 }
 

@@ -36,11 +36,21 @@ const char *taskstate_dev_path(void);
 
 /*
  * Open taskstate_dev_path() read-only, close-on-exec: the fd, or -errno.
+ * Without the device, the BPF backend if it is loaded (taskstate_backend()).
  * Without CAP_PERFMON the fd is scoped to the caller's own processes
  * (INFO's scope); every call works on those.
  */
 int taskstate_open(void);
 void taskstate_close(int fd);
+
+/*
+ * Which backend fd belongs to: "module" (/dev/taskstate) or "bpf" (the
+ * maps `taskstate bpf load` pinned, which taskstate_open() opens when
+ * there is no device and $TASKSTATE_DEV is not set); NULL for a bad fd.
+ * On the BPF backend every thread is tracked, UNTRACK and PROCESS fail
+ * with -EOPNOTSUPP, and tids are the initial pid namespace's.
+ */
+const char *taskstate_backend(int fd);
 
 /* TASKSTATE_IOC_INFO into *info (size and flags set here). */
 int taskstate_info(int fd, struct taskstate_info *info);

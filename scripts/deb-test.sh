@@ -236,7 +236,8 @@ soname=$(objdump -p "$lib" | awk '$1 == "SONAME" { print $2 }')
 # Exported: exactly the functions libtaskstate.map lists, each under the
 # version node of the release that added it.
 nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sort > "$tmp/exported"
-sed -n 's/^\t\t\(taskstate_[a-z_0-9]*\);$/\1@@LIBTASKSTATE_0.1/p' \
+awk '/^LIBTASKSTATE_[0-9.]+ \{/ { node = $1 }
+     /^\t\ttaskstate_[a-z_0-9]*;$/ { sub(/^\t\t/, ""); sub(/;$/, ""); print $0 "@@" node }' \
 	"$top/lib/libtaskstate.map" | sort > "$tmp/listed"
 bad=$(nm -D --defined-only "$lib" | awk '{ print $NF }' | sed 's/@.*//' |
       grep -v -e '^taskstate_' -e '^LIBTASKSTATE_')
@@ -245,7 +246,7 @@ bad=$(nm -D --defined-only "$lib" | awk '{ print $NF }' | sed 's/@.*//' |
 rc=$?
 [ -z "$bad" ] || echo "$bad" | comment
 diff "$tmp/listed" "$tmp/exported" | comment
-ok $rc "library: soname $soname, exports the $(wc -l < "$tmp/listed") functions of libtaskstate.map (version LIBTASKSTATE_0.1)"
+ok $rc "library: soname $soname, exports the $(wc -l < "$tmp/listed") functions of libtaskstate.map, each under its version node"
 
 # A program of a user, built with pkg-config alone.
 cat > "$tmp/user.c" <<'EOC'

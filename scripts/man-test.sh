@@ -12,7 +12,8 @@
 # OPTIONS section for the command itself); README.md's command screen
 # names every command and only options they have; and the bash completion
 # offers the same commands and options.  Prints TAP; exits non-zero on
-# any failure.  Needs no root; builds the command in a temporary directory.
+# any failure.  Needs no root; builds the command (and the BPF loader its
+# bpf command runs) in a temporary directory.
 #
 #   scripts/man-test.sh
 set -uo pipefail
@@ -27,6 +28,9 @@ trap 'rm -rf "$tmp"' EXIT
 make -s -C "$top/tools" O="$tmp" "$tmp/taskstate" > "$tmp/build.log" 2>&1 ||
 	{ comment < "$tmp/build.log"; bail "cannot build the command"; }
 cli=$tmp/taskstate
+# taskstate bpf runs the loader beside it.
+make -s -C "$top/bpf" O="$tmp" > "$tmp/build-bpf.log" 2>&1 ||
+	{ comment < "$tmp/build-bpf.log"; bail "cannot build the BPF loader"; }
 make -s -C "$top/lib" O="$tmp/lib" > "$tmp/build-lib.log" 2>&1 ||
 	{ comment < "$tmp/build-lib.log"; bail "cannot build the library"; }
 
@@ -110,12 +114,16 @@ objdump -T "$tmp/lib/libtaskstate.so.0" | awk '$4 == ".text" { print $(NF - 1), 
 awk '{ print $2 }' "$tmp/so-versioned" > "$tmp/so"
 rc=0
 [ -s "$tmp/map" ] && cmp -s "$tmp/map" "$tmp/so" || { diff "$tmp/map" "$tmp/so" | comment; rc=1; }
-grep -v '^LIBTASKSTATE_0\.1 ' "$tmp/so-versioned" | comment
-grep -qv '^LIBTASKSTATE_0\.1 ' "$tmp/so-versioned" && rc=1
+# Each under the version node the map gives it.
+awk '/^LIBTASKSTATE_[0-9.]+ \{/ { node = $1 }
+     /^\t\ttaskstate_[a-z_0-9]*;$/ { sub(/^\t\t/, ""); sub(/;$/, ""); print node, $0 }' \
+	"$top/lib/libtaskstate.map" | sort -k2 > "$tmp/map-versioned"
+diff "$tmp/map-versioned" "$tmp/so-versioned" | comment
+cmp -s "$tmp/map-versioned" "$tmp/so-versioned" || rc=1
 # Every exported function is declared by the header.
 comm -23 "$tmp/map" "$tmp/hdr" | sed 's/$/: exported, not in libtaskstate.h/' | comment
 [ -z "$(comm -23 "$tmp/map" "$tmp/hdr")" ] || rc=1
-ok $rc "libtaskstate.so.0 exports the $(wc -l < "$tmp/map") functions of libtaskstate.map, all under LIBTASKSTATE_0.1, all declared in libtaskstate.h"
+ok $rc "libtaskstate.so.0 exports the $(wc -l < "$tmp/map") functions of libtaskstate.map, each under its version node, all declared in libtaskstate.h"
 
 sort -u "$tmp/hdr" "$tmp/map" "$tmp/so" > "$tmp/funcs"
 missing_pages "$tmp/funcs" "$top/man/man3" > "$tmp/out"

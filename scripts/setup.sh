@@ -74,10 +74,12 @@ if [ "$MODE" != demo ]; then
 	# make check on any kernel: the kselftest harness and checkpatch
 	# (linux-source), the 32-bit builds and the index test (check.sh),
 	# bpftrace (ts_bpftrace), the Prometheus pipeline (ts_metrics.sh),
-	# a real sandbox for the scoped descriptor (ts_scope in bubblewrap).
+	# a real sandbox for the scoped descriptor (ts_scope in bubblewrap),
+	# the BPF backend (bpf/: clang, libbpf-dev, bpftool).
 	AMD64_PKGS+=(build-essential bc python3 pkg-config man-db linux-source-6.1
 		gcc-i686-linux-gnu libc6-dev-i386-cross qemu-user-static bpftrace
-		prometheus prometheus-node-exporter curl bubblewrap)
+		prometheus prometheus-node-exporter curl bubblewrap
+		clang libbpf-dev bpftool)
 	if want rt-amd64; then AMD64_PKGS+=(linux-image-rt-amd64 linux-headers-rt-amd64); fi
 	if want 686; then AMD64_PKGS+=(linux-headers-686:i386); fi
 	if want arm64; then

@@ -68,6 +68,8 @@ static const char main_help[] =
 "  info [-J]            show what the module is and holds\n"
 "  run [-o FILE] [-J] [--] CMD [ARGS...]\n"
 "                       run CMD tracked; at its end, where its time went\n"
+"  bpf (load | unload | status)\n"
+"                       the BPF backend, where the module cannot load\n"
 "\n"
 "Options:\n"
 "  -h, --help           show this help\n"
@@ -411,7 +413,7 @@ static int open_device(void)
 	else if (fd == -EACCES)
 		hint = " (the device's mode or group leaves you out)";
 	else if (fd == -ENOENT || fd == -ENODEV || fd == -ENXIO)
-		hint = " (is the module loaded?)";
+		hint = " (is the module loaded? or, where it cannot load, the BPF backend: taskstate bpf load)";
 	if (fd < 0)
 		fprintf(stderr, "taskstate: %s: %s%s\n", taskstate_dev_path(),
 			strerror(-fd), hint);
@@ -1129,7 +1131,7 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 		"nr_untracked", "map_entry_size", "map_layout", "map_entries",
 		"map_size",
 	};
-	const char *scope;
+	const char *scope, *backend;
 	size_t i;
 
 	while ((c = next_option(cmd, argc, argv)) != -1)
@@ -1140,6 +1142,7 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 	if (fd < 0)
 		return EXIT_FAILURE;
 	ret = taskstate_info(fd, &info);
+	backend = taskstate_backend(fd);
 	if (!ret) {
 		/* what watch would do */
 		map_err = watch_map(fd, &m, &owners);
@@ -1171,6 +1174,7 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 	}
 	scope = info.scope == TASKSTATE_SCOPE_SELF ? "self" : "all";
 	if (json) {
+		printf(", \"backend\": \"%s\"", backend);
 		printf(", \"watch_reads\": \"%s\"", map_err ? "ioctl" : "mmap");
 		if (map_err)
 			printf(", \"watch_reads_why\": \"%s\"", strerror(-map_err));
@@ -1180,6 +1184,7 @@ static int run_info(const struct command *cmd, int argc, char **argv)
 			       info.scope_max_threads, info.scope_nr_tracked);
 		puts("}");
 	} else {
+		printf("backend: %s\n", backend);
 		if (map_err)
 			printf("watch_reads: ioctl (mmap: %s)\n", strerror(-map_err));
 		else
@@ -1292,6 +1297,40 @@ static int run_run_cmd(const struct command *cmd, int argc, char **argv)
 	return ret;
 }
 
+/*
+ * taskstate bpf ARGS: the BPF backend's loader, taskstate-bpf (bpf/),
+ * with ARGS as they are.  It is found beside this program (the build
+ * tree, an install), else in PATH; $TASKSTATE_BPF_LOADER names another.
+ */
+static int run_bpf(const struct command *cmd, int argc, char **argv)
+{
+	const char *env = getenv("TASKSTATE_BPF_LOADER");
+	char self[PATH_MAX], *slash;
+	ssize_t n;
+
+	(void)cmd;
+	(void)argc;
+	argv[0] = "taskstate-bpf";
+	if (env && *env) {
+		execv(env, argv);
+		fprintf(stderr, "taskstate: bpf: %s: %s\n", env, strerror(errno));
+		return EXIT_FAILURE;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - sizeof("taskstate-bpf"));
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			strcpy(slash + 1, "taskstate-bpf");
+			execv(self, argv);
+		}
+	}
+	execvp("taskstate-bpf", argv);
+	fprintf(stderr, "taskstate: bpf: cannot run taskstate-bpf: %s (built in bpf/; make -C bpf)\n",
+		strerror(errno));
+	return EXIT_FAILURE;
+}
+
 static const struct command commands[] = {
 	{ "track", run_track, track_help, C_TRACK },
 	{ "untrack", run_track, untrack_help, C_TRACK },
@@ -1301,6 +1340,7 @@ static const struct command commands[] = {
 	{ "metrics", run_metrics, metrics_help, C_METRICS },
 	{ "info", run_info, info_help, C_INFO },
 	{ "run", run_run_cmd, run_help, C_RUN },
+	{ "bpf", run_bpf, NULL, 0 },
 };
 
 int main(int argc, char **argv)

@@ -21,7 +21,8 @@
 #                  run_kselftest.sh (scripts/ksft-test.sh)
 #   TS_SECTIONS    optional: which sections to run (default: all, in order):
 #                  track_all track_none params review stuck torture busy
-#                  cycles soak deb lockdown; and kselftest
+#                  cycles soak deb lockdown; and kselftest, and bpf (in a
+#                  boot made with lockdown: bpf_vm.sh)
 #   TS_SOAK_S      optional: how long the soak runs (default 60 s in the
 #                  debug kernels, 15 s elsewhere)
 
@@ -617,6 +618,10 @@ section_lockdown() {
 	fi
 	check "unload under lockdown" rmmod taskstate
 }
+
+# --- bpf: the BPF backend, in a boot made with lockdown ---------------------
+# (TEST_PROGS_EXTENDED installs it beside this file.)
+. "$(dirname "$0")/bpf_vm.sh"
 
 if [ -w $KMEMLEAK ]; then	# what the boot leaked is not ours
 	echo scan > $KMEMLEAK

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1 OR GPL-2.0 */
 /*
  * The BPF backend's objects as its three users see them: the program
- * (taskstate.bpf.c), its loader (loader.c, `taskstate bpf`) and the
+ * (bpf/taskstate.bpf.c), its loader (bpf/loader.c, `taskstate bpf`) and the
  * library (lib/bpf.c), which reads the pinned maps with bare bpf(2)
  * calls.  Plain C types only: the BPF side has no libc.
  */
@@ -15,9 +15,12 @@
  * The maps, by pinned name (TS_BPF_PIN_DIR "/" name):
  *  entries  BPF_F_MMAPABLE array of struct taskstate_map_entry, the
  *           mapping of the uapi header, index for index
- *  hints    array of __u32 indexed by tid: the entry index + 1 of the
- *           thread that last took that tid, 0 if none; a hint only, which
- *           owners[] confirms
+ *  hints    BPF_F_MMAPABLE array of __u32 indexed by tid: the entry
+ *           index + 1 of the thread that last took that tid, 0 if none;
+ *           a hint only, which owners[] confirms (readers: the entry's tid
+ *           and gen)
+ *  tgids    BPF_F_MMAPABLE array of __u32 indexed like entries: the
+ *           owner's tgid, written before the entry's gen turns odd
  *  owners   array of __u64 indexed like entries: the task_struct address
  *           of the entry's owner, 0 while free (root-only: an address)
  *  tasks    hash from a task_struct address to its entry index, to
@@ -29,11 +32,19 @@
  */
 #define TS_BPF_ENTRIES		"entries"
 #define TS_BPF_HINTS		"hints"
+#define TS_BPF_TGIDS		"tgids"
 #define TS_BPF_OWNERS		"owners"
 #define TS_BPF_TASKS		"tasks"
 #define TS_BPF_SPARE		"spare"
 #define TS_BPF_CONFIG		"config"
 #define TS_BPF_STATS		"stats"
+
+/*
+ * A mapped array's elements are 8 bytes apart even when their value is a
+ * __u32: 6.1 kernel/bpf/arraymap.c, elem_size = round_up(value_size, 8).
+ * Readers of hints and tgids index with this stride.
+ */
+#define TS_BPF_ARRAY_STRIDE	8
 
 /* What the loader decided, for `taskstate bpf status` and the library. */
 struct ts_bpf_config {

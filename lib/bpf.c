@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: LGPL-2.1 OR GPL-2.0
+/*
+ * libtaskstate over the BPF backend (bpf/): the maps `taskstate bpf load`
+ * pins under TS_BPF_PIN_DIR, read with bare bpf(2) calls and mmap(), so
+ * that the library needs no libbpf.  taskstate_open() returns the pinned
+ * entries map's fd; the other calls tell it from the module's character
+ * device (backend.h) and answer from the mappings here.
+ *
+ * What the module does and this backend does not (yet), and the errno
+ * each says: UNTRACK (it tracks every thread) and PROCESS and EXITS (no
+ * process records) are EOPNOTSUPP; the tids are the initial pid
+ * namespace's, as the module's privileged mapping's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/bpf.h>
+
+#include "backend.h"
+#include "libtaskstate.h"
+#include "taskstate-bpf.h"
+
+/* Element i of a mapped __u32 array. */
+#define STRIDE		(TS_BPF_ARRAY_STRIDE / sizeof(__u32))
+
+/*
+ * The maps as one process sees them: mapped once, at the first open, and
+ * kept for the life of the process (a mapping outlives its fd, and the
+ * maps outlive an unload while mapped).  A later open that finds another
+ * load (another map id) maps that one; the old view stays mapped, since
+ * another thread may be reading it.
+ */
+struct ts_bpf_view {
+	const struct taskstate_map_entry *entries;
+	const __u32 *hints;		/* element i at hints[i * STRIDE] */
+	const __u32 *tgids;		/* the same */
+	struct ts_bpf_config cfg;
+	__u32 map_id;			/* the entries map's */
+	size_t entries_size;
+};
+
+static struct ts_bpf_view *ts_view;
+static bool ts_bpf_opened;
+
+static int sys_bpf(int cmd, union bpf_attr *attr)
+{
+	long ret = syscall(__NR_bpf, cmd, attr, sizeof(*attr));
+
+	return ret < 0 ? -errno : (int)ret;
+}
+
+static int obj_get(const char *name, __u32 flags)
+{
+	char path[sizeof(TS_BPF_PIN_DIR) + 16];
+	union bpf_attr a;
+
+	snprintf(path, sizeof(path), "%s/%s", TS_BPF_PIN_DIR, name);
+	memset(&a, 0, sizeof(a));
+	a.pathname = (uintptr_t)path;
+	a.file_flags = flags;
+	return sys_bpf(BPF_OBJ_GET, &a);
+}
+
+static int map_id(int fd, __u32 *id)
+{
+	struct bpf_map_info info;
+	union bpf_attr a;
+	int ret;
+
+	memset(&info, 0, sizeof(info));
+	memset(&a, 0, sizeof(a));
+	a.info.bpf_fd = fd;
+	a.info.info_len = sizeof(info);
+	a.info.info = (uintptr_t)&info;
+	ret = sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a);
+	if (ret < 0)
+		return ret;
+	*id = info.id;
+	return 0;
+}
+
+static size_t page_up(size_t n)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+
+	return (n + page - 1) / page * page;
+}
+
+/*
+ * The maps are mapped read-only through a read-write fd: mmap() drops
+ * VM_SHARED for a file not open for writing, and bpf_map_mmap() refuses
+ * a mapping without it (6.1 mm/mmap.c, kernel/bpf/syscall.c).  So who may
+ * map is who may open the pin for writing (its mode: root's alone).
+ */
+#define TS_BPF_MAP_OPEN	0
+
+/* Map pinned map name read-only: size bytes (page multiple). */
+static const void *map_pinned(const char *name, size_t size, int *err)
+{
+	int fd = obj_get(name, TS_BPF_MAP_OPEN);
+	void *p;
+
+	if (fd < 0) {
+		*err = fd;
+		return NULL;
+	}
+	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		*err = -errno;
+		return NULL;
+	}
+	return p;
+}
+
+static void view_free(struct ts_bpf_view *v)
+{
+	if (v->entries)
+		munmap((void *)v->entries, v->entries_size);
+	if (v->hints)
+		munmap((void *)v->hints, page_up((size_t)v->cfg.max_tid * TS_BPF_ARRAY_STRIDE));
+	if (v->tgids)
+		munmap((void *)v->tgids, page_up((size_t)v->cfg.max_threads * TS_BPF_ARRAY_STRIDE));
+	free(v);
+}
+
+/* The view of the load whose entries map is fd, made if it is new. */
+static int view_of(int fd, struct ts_bpf_view **out)
+{
+	struct ts_bpf_view *v = __atomic_load_n(&ts_view, __ATOMIC_ACQUIRE);
+	union bpf_attr a;
+	__u32 id, key = 0;
+	int cfd, ret = 0;
+
+	ret = map_id(fd, &id);
+	if (ret)
+		return ret;
+	if (v && v->map_id == id) {
+		*out = v;
+		return 0;
+	}
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v->map_id = id;
+	cfd = obj_get(TS_BPF_CONFIG, BPF_F_RDONLY);
+	if (cfd < 0) {
+		ret = cfd;
+		goto fail;
+	}
+	memset(&a, 0, sizeof(a));
+	a.map_fd = cfd;
+	a.key = (uintptr_t)&key;
+	a.value = (uintptr_t)&v->cfg;
+	ret = sys_bpf(BPF_MAP_LOOKUP_ELEM, &a);
+	close(cfd);
+	if (ret < 0)
+		goto fail;
+	if (!v->cfg.max_threads || !v->cfg.max_tid) {
+		ret = -EPROTO;
+		goto fail;
+	}
+	v->entries_size = page_up((size_t)v->cfg.max_threads *
+				  sizeof(struct taskstate_map_entry));
+	v->entries = mmap(NULL, v->entries_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (v->entries == MAP_FAILED) {
+		v->entries = NULL;
+		ret = -errno;
+		goto fail;
+	}
+	v->hints = map_pinned(TS_BPF_HINTS, page_up((size_t)v->cfg.max_tid * TS_BPF_ARRAY_STRIDE), &ret);
+	if (!v->hints)
+		goto fail;
+	v->tgids = map_pinned(TS_BPF_TGIDS, page_up((size_t)v->cfg.max_threads * TS_BPF_ARRAY_STRIDE), &ret);
+	if (!v->tgids)
+		goto fail;
+	/* The newest load's view; an older one stays mapped (see above). */
+	__atomic_store_n(&ts_view, v, __ATOMIC_RELEASE);
+	*out = v;
+	return 0;
+fail:
+	view_free(v);
+	return ret;
+}
+
+int ts_bpf_open(void)
+{
+	struct ts_bpf_view *v;
+	int fd, ret;
+
+	fd = obj_get(TS_BPF_ENTRIES, TS_BPF_MAP_OPEN);
+	if (fd < 0)
+		return fd;
+	ret = view_of(fd, &v);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	/* obj_get's fd is not close-on-exec. */
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	__atomic_store_n(&ts_bpf_opened, true, __ATOMIC_RELAXED);
+	return fd;
+}
+
+/*
+ * Set once this process has opened the BPF backend.  Until then every fd
+ * is the module's, without a system call to ask: the calls on the module
+ * cost what they did.  After, fstat() tells (the module's is a character
+ * device, a map's fd an anonymous inode).
+ */
+int ts_is_bpf(int fd)
+{
+	struct stat st;
+
+	if (!__atomic_load_n(&ts_bpf_opened, __ATOMIC_RELAXED))
+		return 0;
+	if (fstat(fd, &st))
+		return -errno;
+	return !S_ISCHR(st.st_mode);
+}
+
+/*
+ * Entry i's tid, tgid, word and (t not NULL) totals by the mapping's
+ * protocol: 1 if a thread owns it and has a word, 0 if not.
+ */
+static int read_entry(const struct ts_bpf_view *v, __u32 i,
+		      struct taskstate_entry *out, struct taskstate_totals *t)
+{
+	const struct taskstate_map_entry *e = &v->entries[i];
+	struct taskstate_totals tmp;
+	__u32 gen, tid, tgid;
+	__u64 word;
+	int tries, ret;
+
+	for (tries = 0; tries < TASKSTATE_MAPPING_READ_TRIES; tries++) {
+		gen = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
+		if (!(gen & 1))
+			return 0;
+		tid = __atomic_load_n(&e->tid, __ATOMIC_RELAXED);
+		tgid = __atomic_load_n(&v->tgids[i * STRIDE], __ATOMIC_RELAXED);
+		ret = taskstate_map_entry_read_totals(e, gen, &word, t ? t : &tmp);
+		if (ret < 0)
+			continue;
+		if (!ret || !word)
+			return 0;
+		out->tid = tid;
+		out->tgid = tgid;
+		out->word = word;
+		return 1;
+	}
+	return 0;
+}
+
+/* The entry index of thread tid, or -1. */
+static long index_of(const struct ts_bpf_view *v, __u32 tid)
+{
+	__u32 h;
+
+	if (!tid || tid >= v->cfg.max_tid)
+		return -1;
+	h = __atomic_load_n(&v->hints[tid * STRIDE], __ATOMIC_RELAXED);
+	if (!h || h > v->cfg.max_threads)
+		return -1;
+	return h - 1;
+}
+
+static __u32 count_tracked(const struct ts_bpf_view *v)
+{
+	__u32 i, n = 0;
+
+	for (i = 0; i < v->cfg.max_threads; i++)
+		n += __atomic_load_n(&v->entries[i].gen, __ATOMIC_RELAXED) & 1;
+	return n;
+}
+
+int ts_bpf_info(int fd, struct taskstate_info *info)
+{
+	struct ts_bpf_view *v;
+	int ret = view_of(fd, &v);
+
+	if (ret)
+		return ret;
+	info->abi_version = TASKSTATE_ABI_VERSION;
+	info->state_shift = TASKSTATE_STATE_SHIFT;
+	info->time_bits = TASKSTATE_TIME_BITS;
+	info->clock_id = CLOCK_BOOTTIME;
+	info->max_threads = v->cfg.max_threads;
+	info->batch_max = TASKSTATE_BATCH_MAX;
+	info->track_all = 1;
+	info->scope = TASKSTATE_SCOPE_ALL;
+	info->nr_tracked = count_tracked(v);
+	info->map_entry_size = sizeof(struct taskstate_map_entry);
+	info->map_layout = TASKSTATE_MAP_LAYOUT;
+	info->map_entries = v->cfg.max_threads;
+	info->map_flags = TASKSTATE_MAP_F_TOTALS;
+	info->map_size = v->entries_size;
+	return 0;
+}
+
+/* Every thread is tracked: TRACK of one that exists (and has an entry). */
+int ts_bpf_track(int fd, unsigned int id, bool process, uint64_t *nr_threads)
+{
+	struct ts_bpf_view *v;
+	char path[32];
+	int ret = view_of(fd, &v);
+
+	(void)process;
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "/proc/%u", id);
+	if (!id || access(path, F_OK))
+		return -ESRCH;
+	if (nr_threads)
+		*nr_threads = 0;
+	return index_of(v, id) < 0 ? -ENOSPC : 0;
+}
+
+int ts_bpf_sample(int fd, struct taskstate_entry *e,
+		  struct taskstate_totals *t, uint32_t n)
+{
+	struct ts_bpf_view *v;
+	int ret = view_of(fd, &v), found = 0;
+	uint32_t k;
+	long i;
+
+	if (ret)
+		return ret;
+	if (n > INT_MAX)
+		return -EINVAL;
+	for (k = 0; k < n; k++) {
+		struct taskstate_entry got;
+		__u32 tid = e[k].tid;
+
+		i = index_of(v, tid);
+		if (i >= 0 && read_entry(v, i, &got, t ? &t[k] : NULL) &&
+		    got.tid == tid) {
+			e[k] = got;
+			found++;
+			continue;
+		}
+		e[k].tgid = 0;
+		e[k].word = 0;
+		if (t)
+			memset(&t[k], 0, sizeof(t[k]));
+	}
+	return found;
+}
+
+int ts_bpf_list(int fd, unsigned int pid, struct taskstate_entry **out,
+		struct taskstate_totals **tout, uint32_t *n)
+{
+	struct taskstate_totals *tbuf = NULL, tt;
+	struct taskstate_entry *buf, got;
+	struct ts_bpf_view *v;
+	int ret = view_of(fd, &v);
+	uint32_t i, k = 0;
+
+	if (ret)
+		return ret;
+	buf = malloc((size_t)v->cfg.max_threads * sizeof(*buf));
+	if (tout)
+		tbuf = malloc((size_t)v->cfg.max_threads * sizeof(*tbuf));
+	if (!buf || (tout && !tbuf)) {
+		free(buf);
+		free(tbuf);
+		return -ENOMEM;
+	}
+	for (i = 0; i < v->cfg.max_threads; i++) {
+		if (!read_entry(v, i, &got, &tt))
+			continue;
+		if (pid && got.tgid != pid)
+			continue;
+		buf[k] = got;
+		if (tbuf)
+			tbuf[k] = tt;
+		k++;
+	}
+	*out = buf;
+	if (tout)
+		*tout = tbuf;
+	*n = k;
+	return k;
+}
+
+int ts_bpf_mapping_open(int fd, struct taskstate_mapping *m)
+{
+	struct ts_bpf_view *v;
+	int ret = view_of(fd, &v);
+
+	if (ret)
+		return ret;
+	m->entries = mmap(NULL, v->entries_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (m->entries == MAP_FAILED) {
+		m->entries = NULL;
+		return -errno;
+	}
+	m->nr = v->cfg.max_threads;
+	m->flags = TASKSTATE_MAP_F_TOTALS;
+	m->size = v->entries_size;
+	return 0;
+}
+
+int ts_bpf_locate(int fd, struct taskstate_location *l, uint32_t n)
+{
+	struct ts_bpf_view *v;
+	int ret = view_of(fd, &v), found = 0;
+	uint32_t k, gen;
+	long i;
+
+	if (ret)
+		return ret;
+	if (n > INT_MAX)
+		return -EINVAL;
+	for (k = 0; k < n; k++) {
+		i = index_of(v, l[k].tid);
+		l[k].tgid = 0;
+		l[k].index = TASKSTATE_LOCATE_NONE;
+		l[k].gen = 0;
+		if (i < 0)
+			continue;
+		gen = __atomic_load_n(&v->entries[i].gen, __ATOMIC_ACQUIRE);
+		if (!(gen & 1) ||
+		    __atomic_load_n(&v->entries[i].tid, __ATOMIC_RELAXED) != l[k].tid)
+			continue;
+		l[k].tgid = __atomic_load_n(&v->tgids[i * STRIDE], __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&v->entries[i].gen, __ATOMIC_RELAXED) != gen) {
+			l[k].tgid = 0;
+			continue;
+		}
+		l[k].index = i;
+		l[k].gen = gen;
+		found++;
+	}
+	return found;
+}

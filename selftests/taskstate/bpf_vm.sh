@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The BPF backend in a test guest, as run_vm.sh's section bpf (sourced:
+# its ok, not_ok, check and skip, TS_KO, TS_BIN and TS_OUT).  The boot is
+# made with lockdown=integrity or lockdown=confidentiality on the command
+# line (scripts/check.sh's bpf and bpf-conf boots): the premise is checked
+# first, that the module cannot load, then `taskstate bpf` loads the
+# backend and the CLI is held to the /proc letter of threads in known
+# states, over the library's BPF backend.
+
+T=$TS_BIN/taskstate
+
+# The state `taskstate show` gives thread $1, lower case, or "none".
+bpf_state_of() {
+	"$T" show -t "$1" 2>/dev/null |
+		awk -v t="$1" '$1 == t { print $3; found = 1 } END { if (!found) print "none" }'
+}
+
+# /proc/$1/stat's state letter.
+proc_letter() {
+	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1
+}
+
+# Does thread $1's word agree with its /proc letter?  Retried for a
+# moment: a state read just before a change may disagree once.
+bpf_agrees() {	# tid want-letter want-state...
+	tid=$1 letter=$2
+	shift 2
+	tries=0
+	while [ $tries -lt 20 ]; do
+		got=$(bpf_state_of "$tid") l=$(proc_letter "$tid")
+		for want in "$@"; do
+			[ "$l" = "$letter" ] && [ "$got" = "$want" ] && return 0
+		done
+		tries=$((tries + 1))
+		sleep 0.1
+	done
+	echo "# tid $tid: /proc says '$l', taskstate says '$got' (want $letter: $*)"
+	return 1
+}
+
+section_bpf() {
+	lockdown=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/security/lockdown 2>/dev/null)
+	echo "# lockdown: ${lockdown:-none}"
+	check "the premise: booted in lockdown (integrity or confidentiality)" \
+		[ "$lockdown" = integrity -o "$lockdown" = confidentiality ]
+	check "the premise: insmod taskstate.ko is refused (EPERM)" \
+		sh -c "! insmod '$TS_KO' 2> '$TS_OUT/insmod.err' &&
+		       grep -q 'Operation not permitted' '$TS_OUT/insmod.err' &&
+		       ! grep -q '^taskstate ' /proc/modules"
+
+	"$T" bpf status > "$TS_OUT/bpf-status" 2>&1
+	rc=$?
+	check "taskstate bpf status before load: not loaded, exit 3" \
+		sh -c "[ $rc = 3 ] && grep -qx 'not loaded' '$TS_OUT/bpf-status'"
+	"$T" info > /dev/null 2> "$TS_OUT/bpf-err"
+	rc=$?
+	check "taskstate info without a backend: exit 1, naming taskstate bpf load" \
+		sh -c "[ $rc = 1 ] && grep -q 'taskstate bpf load' '$TS_OUT/bpf-err'"
+	if ! "$T" bpf load 2> "$TS_OUT/bpf-load.err"; then
+		cat "$TS_OUT/bpf-load.err"
+		not_ok "taskstate bpf load"
+		return
+	fi
+	ok "taskstate bpf load (lockdown=$lockdown)"
+	"$T" bpf load 2> "$TS_OUT/bpf-err"
+	rc=$?
+	check "a second load is refused: exit 1, already loaded" \
+		sh -c "[ $rc = 1 ] && grep -q 'already loaded' '$TS_OUT/bpf-err'"
+	check "taskstate info: backend bpf, every thread tracked, mapped reads" \
+		sh -c "'$T' info > '$TS_OUT/bpf-info' &&
+		       grep -qx 'backend: bpf' '$TS_OUT/bpf-info' &&
+		       grep -qx 'track_all: 1' '$TS_OUT/bpf-info' &&
+		       grep -qx 'watch_reads: mmap' '$TS_OUT/bpf-info'"
+
+	# Threads in known states, started after the load (the probes) and
+	# one from before it (the snapshot: this shell).
+	sleep 60 &
+	sleeper=$!
+	sh -c 'while :; do :; done' &
+	spinner=$!
+	sleep 60 &
+	stopped=$!
+	kill -STOP $stopped
+	# A zombie: a child its parent (an exec'd sleep) never reaps.
+	sh -c 'true & exec sleep 60' &
+	reaper=$!
+	sleep 0.5
+	zombie=$(cat /proc/$reaper/task/$reaper/children 2>/dev/null | tr -d ' ')
+	check "a sleeping thread (S) reads sleeping" bpf_agrees $sleeper S sleeping
+	check "a spinning thread (R) reads running or runnable" \
+		bpf_agrees $spinner R running runnable
+	check "a stopped thread (T) reads stopped" bpf_agrees $stopped T stopped
+	check "an unreaped child (Z) reads dead" bpf_agrees "$zombie" Z dead
+	check "a thread from before the load (the snapshot) is tracked" \
+		sh -c "[ \"\$('$T' show -t 1 | awk '\$1 == 1 { print \$3 }')\" = sleeping ]"
+
+	# The totals, through the mapping (top reads them there).
+	check "top: the spinner's interval is running or runnable, the sleeper's sleeping" \
+		sh -c "'$T' top -n 1 -d 1 -t $spinner,$sleeper > '$TS_OUT/bpf-top' &&
+		       awk '\$1 == $spinner && \$4 + \$5 > 95 { a = 1 }
+			    \$1 == $sleeper && \$6 > 95 { b = 1 }
+			    END { exit !(a && b) }' '$TS_OUT/bpf-top'" ||
+		cat "$TS_OUT/bpf-top"
+	check "metrics: the sleeper's process has one sleeping thread" \
+		sh -c "'$T' metrics -p $sleeper |
+		       grep -q 'taskstate_threads{pid=\"$sleeper\",comm=\"sleep\",state=\"sleeping\"} 1'"
+	check "track of a tracked thread: nothing to do" "$T" track -t $sleeper
+	"$T" untrack -t $sleeper 2> "$TS_OUT/bpf-err"
+	rc=$?
+	check "untrack: not supported on this backend (EOPNOTSUPP), exit 1" \
+		sh -c "[ $rc = 1 ] && grep -q 'not supported' '$TS_OUT/bpf-err'"
+	kill -CONT $stopped
+	kill $sleeper $spinner $stopped $reaper 2>/dev/null
+	wait $sleeper $spinner $stopped $reaper 2>/dev/null
+
+	# Entries come back when threads are freed: 300 short processes.
+	stat() { awk -v k="$1" '$1 == k { print $2 }' "$TS_OUT/bpf-status"; }
+	"$T" bpf status > "$TS_OUT/bpf-status"
+	given=$(stat tracked) freed=$(stat freed)
+	i=0
+	while [ $i -lt 300 ]; do /bin/true; i=$((i + 1)); done
+	sleep 1
+	"$T" bpf status > "$TS_OUT/bpf-status"
+	sed 's/^/# /' "$TS_OUT/bpf-status"
+	check "300 processes: each given an entry, and each entry given back" \
+		[ $(($(stat tracked) - given)) -ge 300 -a $(($(stat freed) - freed)) -ge 300 ]
+	check "none missed: full, tid, busy and locked all 0" \
+		[ "$(stat full)$(stat tid)$(stat busy)$(stat locked)" = 0000 ]
+
+	check "taskstate bpf unload" "$T" bpf unload
+	"$T" bpf status > /dev/null
+	rc=$?
+	check "after unload: status exit 3, the pins gone, info fails" \
+		sh -c "[ $rc = 3 ] && [ ! -e /sys/fs/bpf/taskstate ] &&
+		       ! '$T' info 2> /dev/null"
+}
