@@ -23,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/magic.h>
+#include <linux/membarrier.h>
 #include <linux/taskstate.h>
 
 #include "taskstate-bpf.h"
@@ -50,8 +52,9 @@ static const char usage[] =
 "Boot lockdown, signed-module-only hosts).  load attaches it, tracking\n"
 "every thread, and pins it under " TS_BPF_PIN_DIR "; unload detaches\n"
 "it; status says whether it is loaded, how many threads it tracks now\n"
-"(threads), and counts what it could not track (full, tid, busy,\n"
-"locked) and the entries it gave (tracked) and took back (freed).\n"
+"(threads), and counts what it could not track (full, tid), entries\n"
+"given back through a tid (locked), and the entries it gave (tracked)\n"
+"and took back (freed).\n"
 "Needs root (CAP_BPF and CAP_PERFMON), BTF and Linux 6.1 or later.\n"
 "\n"
 "  --max-threads N   threads it can track at once (default 32768)\n"
@@ -155,8 +158,8 @@ static int parse_count(const char *s, unsigned long max, __u32 *v)
 	return 0;
 }
 
-/* Run the snapshot once over every task: the iterator's read drives it. */
-static int run_snapshot(struct bpf_program *prog)
+/* One pass of the snapshot over every task: the iterator's read drives it. */
+static int run_iter(struct bpf_program *prog)
 {
 	struct bpf_link *link = bpf_program__attach_iter(prog, NULL);
 	char buf[64];
@@ -178,6 +181,55 @@ static int run_snapshot(struct bpf_program *prog)
 out:
 	bpf_link__destroy(link);
 	return ret;
+}
+
+/*
+ * An RCU grace period: membarrier(MEMBARRIER_CMD_GLOBAL) is
+ * synchronize_rcu() in 6.1 (kernel/sched/membarrier.c), which waits for
+ * every probe running now (tracepoint probes run with preemption off).
+ * It refuses on nohz_full kernels: there, a deletion from a map-in-map
+ * would do; this loader says so and fails instead.
+ */
+static int grace_period(void)
+{
+	return syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) ? -errno : 0;
+}
+
+/*
+ * The snapshot (taskstate.bpf.c): pass 1 gives every existing task an
+ * entry, pass 2, a grace period later, writes the first words.
+ */
+static int run_snapshot(struct taskstate_bpf *skel)
+{
+	int ret;
+
+	skel->bss->ts_snapshot_pass = 1;
+	ret = run_iter(skel->progs.ts_snapshot);
+	if (!ret)
+		ret = grace_period();
+	if (!ret) {
+		skel->bss->ts_snapshot_pass = 2;
+		ret = run_iter(skel->progs.ts_snapshot);
+	}
+	return ret;
+}
+
+/*
+ * Nothing in user space writes the entries, hints or tgids again: frozen,
+ * so that no fd may map them writable or update them (the programs still
+ * write them).
+ */
+static int freeze_maps(struct taskstate_bpf *skel)
+{
+	struct bpf_map *maps[] = {
+		skel->maps.entries, skel->maps.hints, skel->maps.tgids,
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(maps); i++)
+		if (bpf_map_freeze(bpf_map__fd(maps[i])))
+			return -errno;
+	return 0;
 }
 
 static int pin_maps(struct taskstate_bpf *skel)
@@ -340,6 +392,8 @@ static int cmd_load(int argc, char **argv)
 	}
 	ret = fill_free(skel, cfg.max_threads);
 	if (!ret)
+		ret = freeze_maps(skel);
+	if (!ret)
 		ret = pin_maps(skel);
 	if (!ret)
 		ret = attach_and_pin(skel);
@@ -347,7 +401,7 @@ static int cmd_load(int argc, char **argv)
 		err("cannot attach and pin: %s", strerror(-ret));
 		goto out_destroy;
 	}
-	ret = run_snapshot(skel->progs.ts_snapshot);
+	ret = run_snapshot(skel);
 	if (ret) {
 		err("cannot take the snapshot of the threads: %s", strerror(-ret));
 		goto out_destroy;

@@ -139,8 +139,9 @@ struct {
 	__uint(max_entries, 1);
 } tasks SEC(".maps");
 
+/* LIFO: a freed entry is the next one given, as warm as it gets. */
 struct {
-	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(type, BPF_MAP_TYPE_STACK);
 	__type(value, __u32);
 	__uint(max_entries, 1);
 } spare SEC(".maps");
@@ -335,10 +336,30 @@ int BPF_PROG(ts_wakeup_new, struct task_struct *p)
 }
 
 /*
- * Give task t (tid) an entry: pop a free index, take the entry (its tid,
- * then an odd gen, as the module's ts_pub_take()), record the owner, then
- * publish the hint.  The entry's word and totals are zero: emptied when
- * it was given back.  Returns the entry, or NULL (counted).
+ * Bump an entry's gen, as a full barrier on every CPU.  The fetching form
+ * (BPF_FETCH): an add whose result is unused compiles to a plain BPF_ADD,
+ * which the arm64 JIT makes an unordered STADD; with the fetch it is
+ * LDADDAL (or LL/SC and a dmb), lock xadd on x86.
+ */
+static __always_inline void ts_gen_bump(__u32 *gen)
+{
+	__u32 v = __sync_fetch_and_add(gen, 1);
+
+	asm volatile("" : : "r"(v));
+}
+
+/*
+ * Give task t an entry: pop a free index, take the entry (its tgid and
+ * tid, then an odd gen, as the module's ts_pub_take()), record the owner,
+ * publish the hint, then record the entry in tasks for the free.  The
+ * entry's word and totals are zero: emptied when it was given back.
+ * Returns the entry, or NULL (counted).
+ *
+ * The snapshot and a fork can claim one new task at once (copy_process()
+ * makes it visible to the task iterator before task_newtask): the CAS of
+ * the hint decides, and only the winner touches tasks.  A hint naming
+ * another task is taken over: stale, or an exited thread's whose tid was
+ * reused before it was freed (its free finds its entry through tasks).
  */
 static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *t)
 {
@@ -353,23 +374,13 @@ static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *
 	}
 	old = *hint;
 	if (old) {
-		/*
-		 * Already this task's (the snapshot and a fork can meet), or
-		 * a thread's that exited with this tid and is not freed
-		 * yet: that one still owns the entry, with this tid in it.
-		 * Anything else is a stale hint, taken over below.
-		 */
 		j = old - 1;
 		owner = bpf_map_lookup_elem(&owners, &j);
 		e = bpf_map_lookup_elem(&entries, &j);
 		if (!owner || !e)
 			return NULL;
 		if (*owner == key)
-			return e;
-		if (*owner && e->tid == tid) {
-			ts_count(TS_BPF_STAT_BUSY);
-			return NULL;
-		}
+			return e;	/* already this task's */
 	}
 	if (bpf_map_pop_elem(&spare, &i)) {
 		ts_count(TS_BPF_STAT_FULL);
@@ -380,33 +391,27 @@ static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *
 	tgid = bpf_map_lookup_elem(&tgids, &i);
 	if (!owner || !e || !tgid)
 		return NULL;	/* an index the loader never pushed */
-	/*
-	 * BPF_ANY: an element left by a free whose delete failed (below)
-	 * names a task that is gone.  Fails only if this CPU is inside
-	 * another update of the map (an interrupt between its two steps).
-	 */
-	if (bpf_map_update_elem(&tasks, &key, &i, BPF_ANY)) {
-		ts_count(TS_BPF_STAT_LOCKED);
-		goto give_back;
-	}
 	*tgid = t->tgid;
 	e->tid = tid;
-	/* Odd; a full barrier: the tid and tgid before the gen. */
-	__sync_fetch_and_add(&e->gen, 1);
+	ts_gen_bump(&e->gen);	/* odd, after the tgid and tid */
 	*owner = key;
 	if (__sync_val_compare_and_swap(hint, old, i + 1) != old) {
-		/* Another claim of this tid won: undo. */
+		/* Another claim won; no probe could find this entry. */
 		*owner = 0;
-		__sync_fetch_and_add(&e->gen, 1);
+		ts_gen_bump(&e->gen);
 		e->tid = 0;
-		bpf_map_delete_elem(&tasks, &key);
-		goto give_back;
+		bpf_map_push_elem(&spare, &i, 0);
+		return NULL;
 	}
+	/*
+	 * Published: probes may write the entry now, so it is not undone if
+	 * the update fails (an NMI inside another update on this CPU): the
+	 * free then finds the entry through the hint.
+	 */
+	if (bpf_map_update_elem(&tasks, &key, &i, BPF_ANY))
+		ts_count(TS_BPF_STAT_LOCKED);
 	ts_count(TS_BPF_STAT_TRACKED);
 	return e;
-give_back:
-	bpf_map_push_elem(&spare, &i, 0);
-	return NULL;
 }
 
 /*
@@ -458,7 +463,7 @@ int BPF_PROG(ts_exec, struct task_struct *p, int old_pid)
  * after the task's last switch and after it was unhashed.  No probe can
  * be writing its entry: give it back, emptied, as the module's release
  * and reset: gen even, tid 0, then the word and totals.  The owner is
- * cleared before the index is pushed, whose queue lock orders all of it
+ * cleared before the index is pushed, whose stack lock orders all of it
  * before the next claim's pop.
  */
 SEC("tp_btf/sched_process_free")
@@ -470,20 +475,23 @@ int BPF_PROG(ts_free, struct task_struct *p)
 	int k;
 
 	ip = bpf_map_lookup_elem(&tasks, &key);
-	if (!ip)
-		return 0;
-	i = *ip;
+	if (ip) {
+		i = *ip;
+		bpf_map_delete_elem(&tasks, &key);
+	} else {
+		/* Not in tasks (see ts_claim()): through its tid. */
+		tid = p->pid;
+		hint = bpf_map_lookup_elem(&hints, &tid);
+		if (!hint || !*hint)
+			return 0;
+		i = *hint - 1;
+	}
 	owner = bpf_map_lookup_elem(&owners, &i);
 	e = bpf_map_lookup_elem(&entries, &i);
-	if (!owner || !e)
+	if (!owner || !e || *owner != key)
 		return 0;
-	if (*owner != key) {
-		/* Stale: see ts_claim(). */
-		bpf_map_delete_elem(&tasks, &key);
-		return 0;
-	}
 	tid = e->tid;
-	__sync_fetch_and_add(&e->gen, 1);	/* even; a full barrier */
+	ts_gen_bump(&e->gen);	/* even, before the entry is emptied */
 	e->tid = 0;
 	e->word = 0;
 	e->start_ns = 0;
@@ -493,7 +501,6 @@ int BPF_PROG(ts_free, struct task_struct *p)
 	hint = bpf_map_lookup_elem(&hints, &tid);
 	if (hint)
 		__sync_val_compare_and_swap(hint, i + 1, 0);
-	bpf_map_delete_elem(&tasks, &key);
 	bpf_map_push_elem(&spare, &i, 0);
 	ts_count(TS_BPF_STAT_FREED);
 	return 0;
@@ -523,15 +530,23 @@ static __always_inline unsigned int ts_state_of(struct task_struct *t)
 }
 
 /*
- * The snapshot: run once by the loader after the tracepoint programs are
- * attached, over every task.  A task that has begun to exit is skipped:
- * its free may already have run, which would leave its entry taken
- * forever.  Reading exit_state as 0 inside this RCU read-side section
- * means the free cannot run before the section ends (it is an RCU
- * callback queued after exit_state was set).  The first word is written
- * only if the probes have not written one (ts_first()), stamped now: the
- * time of the snapshot, not of the task's last change.
+ * The snapshot, run by the loader over every task after the tracepoint
+ * programs are attached, in two passes with an RCU grace period between
+ * (loader.c), as the module's ts_snapshot() waits one: pass 1 claims an
+ * entry, pass 2 writes the first word of one the probes have not written
+ * (ts_first()), stamped now: the time of the snapshot, not of the task's
+ * last change.  Without the wait, a switch that looked the task up
+ * before pass 1 published it, and changes on_cpu after pass 2 read it,
+ * would leave a running task's word RUNNABLE until its next event.
+ *
+ * A task that has begun to exit is skipped: its free may already have
+ * run, which would leave its entry taken forever, or emptied under pass
+ * 2.  exit_state read as 0 inside this RCU read-side section (the
+ * iterator's) means the free cannot run before the section ends: it is
+ * an RCU callback queued after exit_state was set.
  */
+int ts_snapshot_pass;
+
 SEC("iter/task")
 int ts_snapshot(struct bpf_iter__task *ctx)
 {
@@ -541,7 +556,11 @@ int ts_snapshot(struct bpf_iter__task *ctx)
 
 	if (!t || t->exit_state)
 		return 0;
-	e = ts_claim(t);
+	if (ts_snapshot_pass == 1) {
+		ts_claim(t);
+		return 0;
+	}
+	e = ts_entry_of(t);
 	if (!e)
 		return 0;
 	state = ts_state_of(t);

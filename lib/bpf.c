@@ -139,7 +139,7 @@ static int view_of(int fd, struct ts_bpf_view **out)
 {
 	struct ts_bpf_view *v = __atomic_load_n(&ts_view, __ATOMIC_ACQUIRE);
 	union bpf_attr a;
-	__u32 id, key = 0;
+	__u32 id, id2, key = 0;
 	int cfd, ret = 0;
 
 	ret = map_id(fd, &id);
@@ -184,6 +184,18 @@ static int view_of(int fd, struct ts_bpf_view **out)
 	v->tgids = map_pinned(TS_BPF_TGIDS, page_up((size_t)v->cfg.max_threads * TS_BPF_ARRAY_STRIDE), &ret);
 	if (!v->tgids)
 		goto fail;
+	/* The pins are still that load's (not unloaded and loaded again). */
+	cfd = obj_get(TS_BPF_ENTRIES, TS_BPF_MAP_OPEN);
+	if (cfd < 0) {
+		ret = cfd;
+		goto fail;
+	}
+	ret = map_id(cfd, &id2);
+	close(cfd);
+	if (!ret && id2 != id)
+		ret = -EAGAIN;
+	if (ret)
+		goto fail;
 	/* The newest load's view; an older one stays mapped (see above). */
 	__atomic_store_n(&ts_view, v, __ATOMIC_RELEASE);
 	*out = v;
@@ -193,11 +205,36 @@ fail:
 	return ret;
 }
 
+/*
+ * Is this process in the initial pid namespace?  /proc/self/status's
+ * NSpid has one pid per level: one there.  (Where /proc is another
+ * namespace's, its own view: mounted for that namespace, it says so.)
+ */
+static bool in_initial_pid_ns(void)
+{
+	char line[256];
+	bool one = true;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "NSpid:", 6)) {
+			one = !strchr(line + 7, '\t') && !strchr(line + 7, ' ');
+			break;
+		}
+	fclose(f);
+	return one;
+}
+
 int ts_bpf_open(void)
 {
 	struct ts_bpf_view *v;
 	int fd, ret;
 
+	/* Its tids are the initial pid namespace's, and nothing translates. */
+	if (!in_initial_pid_ns())
+		return access(TS_BPF_PIN_DIR, F_OK) ? -ENOENT : -EPERM;
 	fd = obj_get(TS_BPF_ENTRIES, TS_BPF_MAP_OPEN);
 	if (fd < 0)
 		return fd;
@@ -234,8 +271,25 @@ int ts_is_bpf(int fd)
 }
 
 /*
+ * Is thread tid gone (reaped)?  Its entry stays DEAD until the thread is
+ * freed, an RCU grace period later; the module's SAMPLE, LOCATE and LIST
+ * stop finding it when it is reaped, and so do these, for DEAD entries
+ * only (one access() each).
+ */
+static bool reaped(__u64 word, __u32 tid)
+{
+	char path[32];
+
+	if (taskstate_state(word) != TASKSTATE_DEAD)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u", tid);
+	return access(path, F_OK) != 0;
+}
+
+/*
  * Entry i's tid, tgid, word and (t not NULL) totals by the mapping's
- * protocol: 1 if a thread owns it and has a word, 0 if not.
+ * protocol: 1 if a thread owns it and has a word, 0 if not (or it is
+ * DEAD and reaped).
  */
 static int read_entry(const struct ts_bpf_view *v, __u32 i,
 		      struct taskstate_entry *out, struct taskstate_totals *t)
@@ -255,7 +309,7 @@ static int read_entry(const struct ts_bpf_view *v, __u32 i,
 		ret = taskstate_map_entry_read_totals(e, gen, &word, t ? t : &tmp);
 		if (ret < 0)
 			continue;
-		if (!ret || !word)
+		if (!ret || !word || reaped(word, tid))
 			return 0;
 		out->tid = tid;
 		out->tgid = tgid;
@@ -311,22 +365,53 @@ int ts_bpf_info(int fd, struct taskstate_info *info)
 	return 0;
 }
 
-/* Every thread is tracked: TRACK of one that exists (and has an entry). */
+/* Thread tid's process id from /proc (any pid namespace's), or -errno. */
+static long proc_tgid(unsigned int tid)
+{
+	char path[32], line[64];
+	long tgid = -ESRCH;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+/*
+ * Every thread is tracked from the load on: TRACK has nothing to start.
+ * It answers as the module does for threads it tracks already: ESRCH for
+ * no such thread (or, with process, no such process leader), and in
+ * *nr_threads the threads the call covers that have an entry: the
+ * thread, or the process's threads.  A thread the backend could not
+ * track (taskstate bpf status counts why) is ENOSPC, as a full table.
+ */
 int ts_bpf_track(int fd, unsigned int id, bool process, uint64_t *nr_threads)
 {
+	struct taskstate_entry got;
 	struct ts_bpf_view *v;
-	char path[32];
 	int ret = view_of(fd, &v);
+	uint64_t n = 0;
+	__u32 i;
 
-	(void)process;
 	if (ret)
 		return ret;
-	snprintf(path, sizeof(path), "/proc/%u", id);
-	if (!id || access(path, F_OK))
+	if (!id || proc_tgid(id) <= 0 || (process && proc_tgid(id) != id))
 		return -ESRCH;
+	if (index_of(v, id) < 0)
+		return -ENOSPC;
+	if (!process)
+		n = 1;
+	for (i = 0; process && i < v->cfg.max_threads; i++)
+		n += read_entry(v, i, &got, NULL) && got.tgid == id;
 	if (nr_threads)
-		*nr_threads = 0;
-	return index_of(v, id) < 0 ? -ENOSPC : 0;
+		*nr_threads = n ? n : 1;
+	return 0;
 }
 
 int ts_bpf_sample(int fd, struct taskstate_entry *e,
@@ -396,6 +481,7 @@ int ts_bpf_list(int fd, unsigned int pid, struct taskstate_entry **out,
 	return k;
 }
 
+/* As the module's privileged mapping: the tids are the initial namespace's. */
 int ts_bpf_mapping_open(int fd, struct taskstate_mapping *m)
 {
 	struct ts_bpf_view *v;
@@ -403,6 +489,8 @@ int ts_bpf_mapping_open(int fd, struct taskstate_mapping *m)
 
 	if (ret)
 		return ret;
+	if (!in_initial_pid_ns())
+		return -EPERM;
 	m->entries = mmap(NULL, v->entries_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (m->entries == MAP_FAILED) {
 		m->entries = NULL;
@@ -439,6 +527,11 @@ int ts_bpf_locate(int fd, struct taskstate_location *l, uint32_t n)
 		l[k].tgid = __atomic_load_n(&v->tgids[i * STRIDE], __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&v->entries[i].gen, __ATOMIC_RELAXED) != gen) {
+			l[k].tgid = 0;
+			continue;
+		}
+		if (reaped(__atomic_load_n(&v->entries[i].word, __ATOMIC_RELAXED),
+			   l[k].tid)) {
 			l[k].tgid = 0;
 			continue;
 		}

@@ -26,7 +26,7 @@
  *  tasks    hash from a task_struct address to its entry index, to
  *           give the entry back when the task is freed, whatever its tid
  *           is by then (root-only)
- *  spare    queue of the free entry indices
+ *  spare    stack of the free entry indices
  *  config   array of one struct ts_bpf_config
  *  stats    per-CPU array of __u64 counters, TS_BPF_STAT_*
  */
@@ -55,16 +55,15 @@ struct ts_bpf_config {
 
 /*
  * Counters, summed over the CPUs by `taskstate bpf status`.  A thread is
- * not tracked when every entry is taken (full), when its tid is not below
- * max_tid (tid), when its tid's hint still names an exited thread not yet
- * freed (busy), or when the tasks map was busy on its CPU, an interrupt
- * inside an update (locked).  tracked and freed count entries given and
+ * not tracked when every entry is taken (full) or when its tid is not
+ * below max_tid (tid).  locked: threads whose entry could not be recorded
+ * in tasks (an NMI inside another update of it on their CPU), given back
+ * through their tid instead.  tracked and freed count entries given and
  * given back.
  */
 enum {
 	TS_BPF_STAT_FULL,
 	TS_BPF_STAT_TID,
-	TS_BPF_STAT_BUSY,
 	TS_BPF_STAT_LOCKED,
 	TS_BPF_STAT_TRACKED,
 	TS_BPF_STAT_FREED,
@@ -73,8 +72,8 @@ enum {
 
 #define TS_BPF_STAT_NAMES {						\
 	[TS_BPF_STAT_FULL] = "full",		[TS_BPF_STAT_TID] = "tid",	\
-	[TS_BPF_STAT_BUSY] = "busy",		[TS_BPF_STAT_LOCKED] = "locked", \
-	[TS_BPF_STAT_TRACKED] = "tracked",	[TS_BPF_STAT_FREED] = "freed",	\
+	[TS_BPF_STAT_LOCKED] = "locked",	[TS_BPF_STAT_TRACKED] = "tracked", \
+	[TS_BPF_STAT_FREED] = "freed",					\
 }
 
 #endif /* TASKSTATE_BPF_H */

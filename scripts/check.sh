@@ -403,7 +403,10 @@ job_boot() {	# flavour name
 	cycles)
 		boot "$kver" "$out" cycles tcg,thread=single "cycles soak"
 		;;
-	bpf|bpf-conf)
+	bpf)
+		boot "$kver" "$out" "$2" tcg,thread=single bpf_full
+		;;
+	bpf-conf)
 		boot "$kver" "$out" "$2" tcg,thread=single bpf
 		;;
 	esac

@@ -410,6 +410,8 @@ static int open_device(void)
 
 	if (fd == -EPERM)
 		hint = " (needs CAP_PERFMON or CAP_SYS_ADMIN: the module's unprivileged opens are off)";
+	else if (fd == -EACCES && access(taskstate_dev_path(), F_OK))
+		hint = " (the BPF backend's pins under /sys/fs/bpf/taskstate are root's)";
 	else if (fd == -EACCES)
 		hint = " (the device's mode or group leaves you out)";
 	else if (fd == -ENOENT || fd == -ENODEV || fd == -ENXIO)

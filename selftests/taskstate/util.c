@@ -391,3 +391,8 @@ pid_t ts_reaped_pid(void)
 	}
 	return -1;
 }
+
+bool ts_bpf_backend(void)
+{
+	return access(TASKSTATE_DEV_PATH, F_OK) && !access("/sys/fs/bpf/taskstate", F_OK);
+}

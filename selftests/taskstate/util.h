@@ -46,6 +46,19 @@ uint64_t nr_untracked(int fd);
 int ts_unprivileged_on(void);
 
 /*
+ * Is the library answering from the BPF backend (no /dev/taskstate, the
+ * backend's pins there)?  Tests of what only the module has (debugfs,
+ * UNTRACK, PROCESS, the device's own ioctl and mmap rules) skip there,
+ * with TS_BPF_SKIP's reason.
+ */
+bool ts_bpf_backend(void);
+#define TS_BPF_SKIP(what)						\
+	do {								\
+		if (ts_bpf_backend())					\
+			SKIP(return, "the BPF backend has no %s (docs/design.md, two backends)", what); \
+	} while (0)
+
+/*
  * A pid that existed a moment ago and no task has now: a child's, reaped
  * (and not reused meanwhile); -1 if none could be had.
  */
