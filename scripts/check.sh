@@ -149,6 +149,8 @@ build_userspace() {
 	case " $KERNELS " in
 	*" arm64 "*|*-arm64" "*)
 		make -s -j"$jobs" -C "$top/tools" O="$build/bin-arm64" "${CROSSARM64[@]}" all &&
+		make -s -j"$jobs" -C "$top/bpf" O="$build/bin-arm64" "${CROSSARM64[@]}" \
+			SYSROOT="$CACHE/arm64/bpf-sysroot" &&
 		make -s -j"$jobs" -C "$top/selftests/taskstate" O="$build/bin-arm64" \
 			"${CROSSARM64[@]}"
 		;;
@@ -413,11 +415,10 @@ job_boot() {	# flavour name
 }
 
 # Where the BPF backend runs (bpf_vm.sh, in boots made with lockdown) and
-# where it does not, said as a skip.  Not yet in make check: 7.2 and
-# arm64 (not tried by this suite yet).
+# where it does not, said as a skip.
 bpf_flavour() {	# flavour: prints why not, or nothing
 	case $1 in
-	amd64|rt-amd64|amd64-6.12) ;;
+	amd64|rt-amd64|amd64-6.12|arm64) ;;
 	686) echo "i686's 6.1 has no BTF: no CO-RE, no tp_btf" ;;
 	amd64-5.10) echo "5.10 has no task storage for tracing and no bpf_get_current_task_btf(); the backend needs 6.1" ;;
 	*) echo "the BPF backend's suite is not run on this kernel yet" ;;

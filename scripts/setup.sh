@@ -459,6 +459,10 @@ if want arm64; then
 	sed -i "s|^include /usr/src/|include $hdr/usr/src/|" \
 		"$hdr/usr/src/linux-headers-$karm/Makefile"
 	unpack_debs papt_get "$CACHE/arm64/busybox-static" busybox-static:arm64
+	# The BPF backend's loader for that guest, static: arm64's libbpf
+	# and what it links (bpf/Makefile's SYSROOT).
+	unpack_debs papt_get "$CACHE/arm64/bpf-sysroot" libbpf-dev:arm64 \
+		libelf-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64
 	echo "$karm" > "$CACHE/kernels/arm64"
 fi
 
