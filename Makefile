@@ -16,6 +16,11 @@
 #   make bench-count     the counted benchmark alone (bench/REPORT-count.md)
 #   make install         module (modules_install + depmod), headers, library,
 #                        CLI, man pages
+#   make bpf             the BPF backend (bpf/: the program, its loader
+#                        taskstate-bpf), for kernels that refuse the module;
+#                        needs clang, libbpf-dev, bpftool
+#   make install-bpf     taskstate-bpf and taskstate-bpf.service (the
+#                        command itself: make install); uninstall-bpf
 #   make deps            install the Debian packages make check needs for
 #                        KERNELS (unset: all ten), HOST_TESTS and BENCH
 #   make deb             Debian packages (debian/) into build/deb/:
@@ -39,6 +44,9 @@ module:
 
 lib:
 	$(MAKE) -C lib
+
+bpf:
+	$(MAKE) -C bpf
 
 tools:
 	$(MAKE) -C tools
@@ -80,6 +88,20 @@ install: module lib tools
 
 # modules_install puts the module in extra/ (6.1) or updates/ (6.12), and
 # compresses it where the kernel's config says so (6.12: taskstate.ko.xz).
+SYSTEMDDIR ?= /lib/systemd/system
+BINDIR ?= $(PREFIX)/bin
+
+install-bpf: bpf
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSTEMDDIR)
+	install -m 0755 bpf/taskstate-bpf $(DESTDIR)$(BINDIR)/
+	sed 's|/usr/bin/|$(BINDIR)/|' systemd/taskstate-bpf.service \
+		> $(DESTDIR)$(SYSTEMDDIR)/taskstate-bpf.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/taskstate-bpf.service
+
+uninstall-bpf:
+	rm -f $(DESTDIR)$(BINDIR)/taskstate-bpf \
+	      $(DESTDIR)$(SYSTEMDDIR)/taskstate-bpf.service
+
 uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(KERNELRELEASE)/updates/taskstate.ko* \
 	      $(DESTDIR)/lib/modules/$(KERNELRELEASE)/extra/taskstate.ko*
@@ -106,6 +128,8 @@ deb:
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	$(MAKE) -C tools clean
+	$(MAKE) -C bpf clean
 	rm -rf build
 
-.PHONY: all module lib tools deps check demo bench bench-count install uninstall deb clean
+.PHONY: all module lib tools bpf deps check demo bench bench-count install \
+	uninstall install-bpf uninstall-bpf deb clean

@@ -8,7 +8,9 @@
 # modules.dep (depmod -b), the uapi header, libtaskstate.a, libtaskstate.h
 # and bin/taskstate, and a program builds against the installed headers
 # and library (static and shared), the pkg-config file and the man pages.
-# After uninstall: all of them gone.  Prints TAP; exits
+# After uninstall: all of them gone.  And make install-bpf: the BPF
+# loader and its systemd unit, clean for systemd-analyze, and
+# uninstall-bpf.  Prints TAP; exits
 # non-zero on any failure.  Needs no root and changes nothing outside its
 # temporary directory.
 #
@@ -134,5 +136,42 @@ for k in "${kvers[@]}"; do
 	done
 	ok $rc "$k: user-space files gone"
 done
+
+# The BPF backend's loader and unit (make install-bpf), once, where its
+# build tools are (not in the 5.10 and 7.2 chroots, which have no bpf/).
+if [ -d "$top/bpf" ] && command -v clang bpftool > /dev/null 2>&1; then
+	src=$tmp/src-bpf dest=$tmp/root-bpf
+	stage "$src"
+	(cd "$top" && cp --parents -t "$src/" bpf/Makefile bpf/*.c \
+		systemd/taskstate-bpf.service)
+	unit=$dest/lib/systemd/system/taskstate-bpf.service
+	make -C "$src" DESTDIR="$dest" PREFIX=/usr install-bpf > "$tmp/install.log" 2>&1 &&
+		[ -x "$dest/usr/bin/taskstate-bpf" ] && [ -s "$unit" ] &&
+		grep -qx 'ExecStart=/usr/bin/taskstate bpf load' "$unit"
+	rc=$?
+	[ $rc = 0 ] || tail -n 30 "$tmp/install.log" | comment
+	ok $rc "make install-bpf: bin/taskstate-bpf and taskstate-bpf.service, its commands in BINDIR"
+	# Clean for systemd-analyze, its commands pointed into DESTDIR (the
+	# taskstate command from the work tree's build) and without the man
+	# page it documents (not installed here).
+	make -s -C "$top/tools" O="$tmp/cli" "$tmp/cli/taskstate" > "$tmp/cc.log" 2>&1
+	sed -e "s|/usr/bin/taskstate|$tmp/cli/taskstate|" -e '/^Documentation=/d' \
+		"$unit" > "$tmp/taskstate-bpf.service"
+	systemd-analyze verify "$tmp/taskstate-bpf.service" > "$tmp/verify" 2>&1
+	[ ! -s "$tmp/verify" ]
+	rc=$?
+	comment < "$tmp/verify"
+	# Negative control: a misspelt key is reported.
+	mkdir -p "$tmp/bad"
+	sed 's/^RemainAfterExit=/RemainAfterExitt=/' "$tmp/taskstate-bpf.service" \
+		> "$tmp/bad/taskstate-bpf.service"
+	systemd-analyze verify "$tmp/bad/taskstate-bpf.service" 2>&1 | grep -q RemainAfterExitt || rc=1
+	ok $rc "systemd-analyze verify: taskstate-bpf.service is clean (and a misspelt key is reported)"
+	make -C "$src" DESTDIR="$dest" PREFIX=/usr uninstall-bpf > /dev/null 2>&1 &&
+		[ ! -e "$dest/usr/bin/taskstate-bpf" ] && [ ! -e "$unit" ]
+	ok $? "make uninstall-bpf: both gone"
+else
+	skip "make install-bpf" "no clang and bpftool here"
+fi
 
 tap_done install-test "$start"
