@@ -418,10 +418,11 @@ job_boot() {	# flavour name
 # where it does not, said as a skip.
 bpf_flavour() {	# flavour: prints why not, or nothing
 	case $1 in
-	amd64|rt-amd64|amd64-6.12|arm64) ;;
+	amd64|rt-amd64|amd64-6.12|amd64-7.2|arm64) ;;
 	686) echo "i686's 6.1 has no BTF: no CO-RE, no tp_btf" ;;
-	amd64-5.10) echo "5.10 has no task storage for tracing and no bpf_get_current_task_btf(); the backend needs 6.1" ;;
-	*) echo "the BPF backend's suite is not run on this kernel yet" ;;
+	amd64-5.10) echo "5.10's BPF has no atomic fetch-add, exchange or compare-and-exchange (5.12), which the program's claims and stores use" ;;
+	debug|kcsan|proxy) echo "this kernel is built without BTF (scripts/kconfig/base.config: CONFIG_DEBUG_INFO_NONE)" ;;
+	*) echo "the BPF backend is not tried on this kernel" ;;
 	esac
 }
 
