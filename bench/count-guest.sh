@@ -42,9 +42,10 @@ setup() {
 	B) BPFTRACE_MAP_KEYS_MAX=65536 tracer_start taskset -c 0 bpftrace "$COUNT_BT" ;;
 	L) tracer_start taskset -c 0 "$bin/tsbpf" "$bin/tsbpf.bpf.o" ;;
 	P) taskset -c 0 "$bin/taskstate" bpf load || die "taskstate bpf load" ;;
+	p) taskset -c 0 "$bin/taskstate" bpf load --track-all 0 || die "taskstate bpf load" ;;
 	esac
 	# The BPF programs' JIT images by name, for the attribution.
-	[ "$1" = B ] || [ "$1" = L ] || [ "$1" = P ] &&
+	[ "$1" = B ] || [ "$1" = L ] || [ "$1" = P ] || [ "$1" = p ] &&
 		grep -E ' (bpf_prog_|bpf_trampoline)' /proc/kallsyms > "$out/kallsyms-$1.txt"
 	if [ -d /sys/module/taskstate/sections ]; then
 		for f in /sys/module/taskstate/sections/.text*; do
@@ -59,7 +60,7 @@ teardown() {
 	case $1 in
 	N) ;;
 	B|L) tracer_stop ;;
-	P) "$bin/taskstate" bpf unload || die "taskstate bpf unload" ;;
+	P|p) "$bin/taskstate" bpf unload || die "taskstate bpf unload" ;;
 	*) ts_unload ;;
 	esac
 	settle 3
@@ -71,7 +72,7 @@ for cfg in $COUNT_CONFIGS; do
 	for op in $COUNT_OPS; do
 		args=()
 		case $cfg.$op in
-		[NEzBL].sample|[NEzBL].mapread|[NEzBLP].debugfs) continue ;;
+		[NEzBLp].sample|[NEzBLp].mapread|[NEzBLPp].debugfs) continue ;;
 		# As nobody: its own descriptor is scoped; no debugfs.
 		S.debugfs|S.fork|S.thread) continue ;;
 		# The seqcount scheme's entry is not the uapi's: no mapping.

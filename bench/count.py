@@ -47,6 +47,7 @@ NAMES = {
     'B': 'bpftrace (bench/taskstate.bt)',
     'L': 'libbpf tp_btf (bench/tsbpf)',
     'P': "taskstate's BPF backend (bpf/, taskstate bpf load)",
+    'p': 'the BPF backend with --track-all 0, nothing tracked',
 }
 OPS = {
     'empty': 'the loop alone',
@@ -404,7 +405,7 @@ def memory(runs, res):
 
 
 def report(a, runs, res, mem_rows=None):
-    cfgs = [c for c in 'NETASzQBLP' if any(k[0] == c for k in res)]
+    cfgs = [c for c in 'NETASzQBLPp' if any(k[0] == c for k in res)]
     ops = [o for o in OPS if any(k[1] == o for k in res) and o != 'empty']
     L = []
     L.append('# Counted cost: guest instructions per operation\n')
@@ -471,7 +472,7 @@ def report(a, runs, res, mem_rows=None):
                  'stack included.\n')
         L.append('| configuration | operation | accesses | stores | distinct lines |')
         L.append('|---|---|---|---|---|')
-        order = lambda kv: ('NETASzQBLP'.index(kv[0][0]), list(OPS).index(kv[0][1]))
+        order = lambda kv: ('NETASzQBLPp'.index(kv[0][0]), list(OPS).index(kv[0][1]))
         for (cfg, op), (acc, st, ln) in sorted(mem_rows.items(), key=order):
             if acc:
                 L.append('| %s | %s | %.0f | %.0f | %.0f |'
@@ -536,6 +537,7 @@ def main():
     ap.add_argument('--command', default='scripts/count.sh')
     ap.add_argument('--guard', type=float)
     ap.add_argument('--guard-bpf', type=float)
+    ap.add_argument('--guard-idle', type=float)
     ap.add_argument('--json')
     a = ap.parse_args()
     if not a.ko and os.path.exists(os.path.join(a.run, 'taskstate.ko')):
@@ -552,7 +554,8 @@ def main():
     if a.guard is not None:
         rc = 0
         for cfg, limit, what in (('A', a.guard, 'every thread tracked'),
-                                 ('P', a.guard_bpf, "the BPF backend's, every thread tracked")):
+                                 ('P', a.guard_bpf, "the BPF backend's, every thread tracked"),
+                                 ('p', a.guard_idle, 'the BPF backend tracking nothing')):
             if limit is None:
                 continue
             n = res.get(('N', 'pipe'))

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -35,7 +36,8 @@
 #include <linux/taskstate.h>
 
 #include "taskstate-bpf.h"
-#include "taskstate.skel.h"
+/* <>: the O= build's, never a stale one beside this file. */
+#include <taskstate.skel.h>
 
 #define EXIT_USAGE	2
 #define EXIT_NOT_LOADED	3
@@ -44,14 +46,17 @@
 #define DEFAULT_MAX_THREADS	32768
 
 static const char usage[] =
-"Usage: taskstate bpf load [--max-threads N] [--max-tid N]\n"
+"Usage: taskstate bpf load [--max-threads N] [--max-tid N] [--track-all 0|1]\n"
 "       taskstate bpf unload\n"
 "       taskstate bpf status\n"
 "\n"
 "The BPF backend of taskstate, for kernels that refuse its module (Secure\n"
 "Boot lockdown, signed-module-only hosts).  load attaches it, tracking\n"
-"every thread, and pins it under " TS_BPF_PIN_DIR "; unload detaches\n"
-"it; status says whether it is loaded, how many threads it tracks now\n"
+"every thread (or, with --track-all 0, what taskstate track asks), and\n"
+"pins it under " TS_BPF_PIN_DIR "; unload detaches\n"
+"it; status says whether it is loaded, whether its tracepoint programs\n"
+"run (attached: with --track-all 0, only while something is tracked),\n"
+"how many threads it tracks now\n"
 "(threads), and counts what it could not track (full, tid), entries\n"
 "given back through a tid (locked), and the entries it gave (tracked)\n"
 "and took back (freed).\n"
@@ -59,14 +64,19 @@ static const char usage[] =
 "\n"
 "  --max-threads N   threads it can track at once (default 32768)\n"
 "  --max-tid N       it tracks threads whose tid is below N (default:\n"
-"                    kernel.pid_max); 8 bytes each\n";
+"                    kernel.pid_max); 8 bytes each\n"
+"  --track-all 0|1   1 (default): every thread, from a snapshot at load;\n"
+"                    0: only what taskstate track asks\n";
 
 static const char *const stat_names[] = TS_BPF_STAT_NAMES;
 
-/* Every pin, links first: removing a link detaches its program. */
-static const char *const link_pins[] = {
-	"ts_switch", "ts_wakeup", "ts_wakeup_new", "ts_newtask", "ts_exec",
-	"ts_free",
+/* The tracepoint programs, in attach order; their links pinned too. */
+static const char *const probe_pins[TS_BPF_NR_PROBES] = TS_BPF_PROBES;
+
+/* The iter/task programs the library runs (TRACK, UNTRACK). */
+static const char *const prog_pins[] = {
+	TS_BPF_PROG_CLAIM_ONE, TS_BPF_PROG_CLAIM_KIN, TS_BPF_PROG_FIRST_WORD,
+	TS_BPF_PROG_LEAVE, TS_BPF_PROG_UNTRACK,
 };
 
 static const char *const map_pins[] = {
@@ -102,12 +112,26 @@ static int unpin_all(void)
 	unsigned int i;
 	int ret = 0;
 
-	for (i = 0; i < ARRAY_SIZE(link_pins); i++) {
-		pin_path(path, sizeof(path), "links/", link_pins[i]);
+	/* The links first, events first: removing one detaches it. */
+	for (i = ARRAY_SIZE(probe_pins); i-- > 0;) {
+		pin_path(path, sizeof(path), "links/", probe_pins[i]);
 		if (unlink(path) && errno != ENOENT)
 			ret = -errno;
 	}
 	pin_path(path, sizeof(path), "", "links");
+	if (rmdir(path) && errno != ENOENT)
+		ret = -errno;
+	for (i = 0; i < ARRAY_SIZE(prog_pins); i++) {
+		pin_path(path, sizeof(path), "progs/", prog_pins[i]);
+		if (unlink(path) && errno != ENOENT)
+			ret = -errno;
+	}
+	for (i = 0; i < ARRAY_SIZE(probe_pins); i++) {
+		pin_path(path, sizeof(path), "progs/", probe_pins[i]);
+		if (unlink(path) && errno != ENOENT)
+			ret = -errno;
+	}
+	pin_path(path, sizeof(path), "", "progs");
 	if (rmdir(path) && errno != ENOENT)
 		ret = -errno;
 	for (i = 0; i < ARRAY_SIZE(map_pins); i++) {
@@ -196,22 +220,62 @@ static int grace_period(void)
 }
 
 /*
- * The snapshot (taskstate.bpf.c): pass 1 gives every existing task an
- * entry, pass 2, a grace period later, writes the first words.
+ * The snapshot of every existing task, with track_all: TRACK's two
+ * passes (taskstate.bpf.c) over every task, a grace period between.
  */
 static int run_snapshot(struct taskstate_bpf *skel)
 {
-	int ret;
+	int ret = run_iter(skel->progs.ts_claim_kin);
 
-	skel->bss->ts_snapshot_pass = 1;
-	ret = run_iter(skel->progs.ts_snapshot);
 	if (!ret)
 		ret = grace_period();
-	if (!ret) {
-		skel->bss->ts_snapshot_pass = 2;
-		ret = run_iter(skel->progs.ts_snapshot);
-	}
+	if (!ret)
+		ret = run_iter(skel->progs.ts_first_word);
 	return ret;
+}
+
+/* The tracepoint programs of the skeleton, in probe_pins' order. */
+static void probes_of(struct taskstate_bpf *skel,
+		      struct bpf_program *progs[TS_BPF_NR_PROBES])
+{
+	progs[0] = skel->progs.ts_free;
+	progs[1] = skel->progs.ts_exec;
+	progs[2] = skel->progs.ts_newtask;
+	progs[3] = skel->progs.ts_wakeup_new;
+	progs[4] = skel->progs.ts_wakeup;
+	progs[5] = skel->progs.ts_switch;
+}
+
+/* Every program, for the library: the iterators, the tracepoint ones. */
+static int pin_progs(struct taskstate_bpf *skel)
+{
+	struct bpf_program *progs[] = {
+		skel->progs.ts_claim_one, skel->progs.ts_claim_kin,
+		skel->progs.ts_first_word, skel->progs.ts_leave,
+		skel->progs.ts_untrack,
+	};
+	struct bpf_program *probes[TS_BPF_NR_PROBES];
+	char path[PATH_MAX];
+	unsigned int i;
+
+	pin_path(path, sizeof(path), "", "progs");
+	if (mkdir(path, 0700))
+		return -errno;
+	pin_path(path, sizeof(path), "", "links");
+	if (mkdir(path, 0700))
+		return -errno;
+	for (i = 0; i < ARRAY_SIZE(progs); i++) {
+		pin_path(path, sizeof(path), "progs/", prog_pins[i]);
+		if (bpf_program__pin(progs[i], path))
+			return -errno;
+	}
+	probes_of(skel, probes);
+	for (i = 0; i < ARRAY_SIZE(probes); i++) {
+		pin_path(path, sizeof(path), "progs/", probe_pins[i]);
+		if (bpf_program__pin(probes[i], path))
+			return -errno;
+	}
+	return 0;
 }
 
 /*
@@ -253,30 +317,21 @@ static int pin_maps(struct taskstate_bpf *skel)
 	return 0;
 }
 
+/* Attach the tracepoint programs, pinning their links: track_all. */
 static int attach_and_pin(struct taskstate_bpf *skel)
 {
-	struct bpf_program *progs[] = {
-		skel->progs.ts_switch, skel->progs.ts_wakeup,
-		skel->progs.ts_wakeup_new, skel->progs.ts_newtask,
-		skel->progs.ts_exec, skel->progs.ts_free,
-	};
+	struct bpf_program *progs[TS_BPF_NR_PROBES];
 	char path[PATH_MAX];
 	unsigned int i;
 	int ret = 0;
 
-	pin_path(path, sizeof(path), "", "links");
-	if (mkdir(path, 0700))
-		return -errno;
-	/*
-	 * The free program first: an entry given out must be given back.
-	 * Then the claims, then the events.
-	 */
-	for (i = ARRAY_SIZE(progs); i-- > 0;) {
+	probes_of(skel, progs);
+	for (i = 0; i < ARRAY_SIZE(progs); i++) {
 		struct bpf_link *link = bpf_program__attach(progs[i]);
 
 		if (!link)
 			return -errno;
-		pin_path(path, sizeof(path), "links/", link_pins[i]);
+		pin_path(path, sizeof(path), "links/", probe_pins[i]);
 		if (bpf_link__pin(link, path))
 			ret = -errno;
 		/* The pin holds the link: attached until unload. */
@@ -310,15 +365,18 @@ static int cmd_load(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "max-threads", required_argument, NULL, 'n' },
 		{ "max-tid", required_argument, NULL, 'm' },
+		{ "track-all", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
-	struct ts_bpf_config cfg = { .max_threads = DEFAULT_MAX_THREADS };
+	struct ts_bpf_config cfg = {
+		.max_threads = DEFAULT_MAX_THREADS, .track_all = 1,
+	};
 	struct taskstate_bpf *skel;
 	unsigned long pid_max;
 	struct timespec ts;
 	__u32 key = 0;
-	int c, ret;
+	int c, ret, lock = -1;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -333,6 +391,13 @@ static int cmd_load(int argc, char **argv)
 				err("--max-tid: 1 to %lu", 1UL << 22);
 				return EXIT_USAGE;
 			}
+			break;
+		case 'a':
+			if (strcmp(optarg, "0") && strcmp(optarg, "1")) {
+				err("--track-all: 0 or 1");
+				return EXIT_USAGE;
+			}
+			cfg.track_all = *optarg == '1';
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -368,6 +433,12 @@ static int cmd_load(int argc, char **argv)
 			err("mkdir " TS_BPF_PIN_DIR ": %s", strerror(errno));
 		return 1;
 	}
+	/* The library's TRACK and UNTRACK wait for the load to end. */
+	lock = open(TS_BPF_PIN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock < 0 || flock(lock, LOCK_EX)) {
+		err("cannot lock " TS_BPF_PIN_DIR ": %s", strerror(errno));
+		goto out_unpin;
+	}
 
 	skel = taskstate_bpf__open();
 	if (!skel) {
@@ -378,9 +449,11 @@ static int cmd_load(int argc, char **argv)
 #if !defined(__x86_64__) && !defined(__i386__)
 	skel->rodata->ts_weak_order = true;
 #endif
+	skel->rodata->ts_track_all = cfg.track_all;
 	bpf_map__set_max_entries(skel->maps.entries, cfg.max_threads);
 	bpf_map__set_max_entries(skel->maps.tgids, cfg.max_threads);
 	bpf_map__set_max_entries(skel->maps.owners, cfg.max_threads);
+	bpf_map__set_max_entries(skel->maps.inherit, cfg.max_threads);
 	bpf_map__set_max_entries(skel->maps.tasks, cfg.max_threads);
 	bpf_map__set_max_entries(skel->maps.spare, cfg.max_threads);
 	bpf_map__set_max_entries(skel->maps.hints, cfg.max_tid);
@@ -396,12 +469,15 @@ static int cmd_load(int argc, char **argv)
 	if (!ret)
 		ret = pin_maps(skel);
 	if (!ret)
+		ret = pin_progs(skel);
+	/* With track_all 0 the first TRACK attaches them (lib/bpf.c). */
+	if (!ret && cfg.track_all)
 		ret = attach_and_pin(skel);
 	if (ret) {
 		err("cannot attach and pin: %s", strerror(-ret));
 		goto out_destroy;
 	}
-	ret = run_snapshot(skel);
+	ret = cfg.track_all ? run_snapshot(skel) : 0;
 	if (ret) {
 		err("cannot take the snapshot of the threads: %s", strerror(-ret));
 		goto out_destroy;
@@ -414,12 +490,15 @@ static int cmd_load(int argc, char **argv)
 		goto out_destroy;
 	}
 	taskstate_bpf__destroy(skel);
+	close(lock);
 	return 0;
 
 out_destroy:
 	taskstate_bpf__destroy(skel);
 out_unpin:
 	unpin_all();
+	if (lock >= 0)
+		close(lock);
 	return 1;
 }
 
@@ -459,6 +538,7 @@ static int cmd_status(int argc, char **argv)
 	__u64 sums[TS_BPF_NR_STATS] = { 0 }, *vals;
 	int cfd, sfd, efd, ncpu, i, c;
 	__u32 key = 0, s, tracked = 0;
+	char path[PATH_MAX];
 	size_t size;
 
 	(void)argv;
@@ -507,8 +587,10 @@ static int cmd_status(int argc, char **argv)
 	}
 	free(vals);
 	printf("loaded\n");
-	printf("max_threads %u\nmax_tid %u\nthreads %u\n", cfg.max_threads,
-	       cfg.max_tid, tracked);
+	pin_path(path, sizeof(path), "links/", probe_pins[0]);
+	printf("max_threads %u\nmax_tid %u\ntrack_all %u\nattached %d\nthreads %u\n",
+	       cfg.max_threads, cfg.max_tid, cfg.track_all, !access(path, F_OK),
+	       tracked);
 	for (i = 0; i < TS_BPF_NR_STATS; i++)
 		printf("%s %llu\n", stat_names[i], (unsigned long long)sums[i]);
 	return 0;

@@ -74,6 +74,13 @@
 
 struct sched_entity {
 	unsigned char sched_delayed;	/* 6.12+ */
+	__u64 sum_exec_runtime;
+	__u64 prev_sum_exec_runtime;
+} __attribute__((preserve_access_index));
+
+struct sched_info {
+	unsigned long long last_arrival;
+	unsigned long long last_queued;
 } __attribute__((preserve_access_index));
 
 struct task_struct {
@@ -83,9 +90,13 @@ struct task_struct {
 	int exit_state;
 	int pid;
 	int tgid;
+	unsigned int policy;
+	__u64 start_boottime;
 	struct sched_entity se;
+	struct sched_info sched_info;
 	bool is_blocked;		/* 7.2+ */
 } __attribute__((preserve_access_index));
+
 
 /* The same fields where a kernel made them one byte (7.2). */
 struct task_struct___u8 {
@@ -93,7 +104,11 @@ struct task_struct___u8 {
 	unsigned char on_rq;
 } __attribute__((preserve_access_index));
 
-struct bpf_iter_meta;
+struct seq_file;
+struct bpf_iter_meta {
+	struct seq_file *seq;
+} __attribute__((preserve_access_index));
+
 struct bpf_iter__task {
 	struct bpf_iter_meta *meta;
 	struct task_struct *task;
@@ -108,12 +123,24 @@ struct {
 	__uint(max_entries, 1);
 } entries SEC(".maps");
 
+/*
+ * The owner's task_struct address, or that address + 1 while it leaves
+ * (UNTRACK's first pass, ts_leave()): no probe matches it then.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
 	__type(value, __u64);
 	__uint(max_entries, 1);
 } owners SEC(".maps");
+
+/* 1 where the owner's new tasks are tracked too (TRACK of a process). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} inherit SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -170,6 +197,9 @@ struct {
  */
 const volatile bool ts_weak_order;
 
+/* Set by the loader: track every thread (true), or what TRACK asks. */
+const volatile bool ts_track_all = true;
+
 static __always_inline void ts_count(__u32 stat)
 {
 	__u64 *n = bpf_map_lookup_elem(&stats, &stat);
@@ -209,8 +239,8 @@ static __always_inline bool ts_queued(struct task_struct *t)
 	return true;
 }
 
-/* The entry of a tracked task, or NULL: see the top of the file. */
-static __always_inline struct taskstate_map_entry *ts_entry_of(struct task_struct *t)
+/* The index of a tracked task's entry, or -1: see the top of the file. */
+static __always_inline long ts_index_of(struct task_struct *t)
 {
 	__u32 tid = t->pid;
 	__u32 *hint = bpf_map_lookup_elem(&hints, &tid);
@@ -218,12 +248,21 @@ static __always_inline struct taskstate_map_entry *ts_entry_of(struct task_struc
 	__u32 i;
 
 	if (!hint || !*hint)
-		return NULL;
+		return -1;
 	i = *hint - 1;
 	owner = bpf_map_lookup_elem(&owners, &i);
 	if (!owner || *owner != (__u64)t)
-		return NULL;
-	return bpf_map_lookup_elem(&entries, &i);
+		return -1;
+	return i;
+}
+
+/* The entry of a tracked task, or NULL. */
+static __always_inline struct taskstate_map_entry *ts_entry_of(struct task_struct *t)
+{
+	long i = ts_index_of(t);
+	__u32 k = i;
+
+	return i < 0 ? NULL : bpf_map_lookup_elem(&entries, &k);
 }
 
 static __always_inline void ts_store_word(struct taskstate_map_entry *e, __u64 w)
@@ -363,7 +402,7 @@ static __always_inline void ts_gen_bump(__u32 *gen)
  */
 static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *t)
 {
-	__u32 tid = t->pid, old, i, j;
+	__u32 tid = t->pid, old, i, j, *ip;
 	struct taskstate_map_entry *e;
 	__u32 *hint = bpf_map_lookup_elem(&hints, &tid), *tgid;
 	__u64 *owner, key = (__u64)t;
@@ -381,6 +420,22 @@ static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *
 			return NULL;
 		if (*owner == key)
 			return e;	/* already this task's */
+	}
+	/*
+	 * Leaving, its UNTRACK cut short between its passes (the caller
+	 * killed): the same entry, back.  (The library's lock keeps a TRACK
+	 * from running between an UNTRACK's passes otherwise.)
+	 */
+	ip = bpf_map_lookup_elem(&tasks, &key);
+	if (ip) {
+		j = *ip;
+		owner = bpf_map_lookup_elem(&owners, &j);
+		e = bpf_map_lookup_elem(&entries, &j);
+		if (owner && e && *owner == key + 1 &&
+		    __sync_val_compare_and_swap(hint, old, j + 1) == old) {
+			*owner = key;
+			return e;
+		}
 	}
 	if (bpf_map_pop_elem(&spare, &i)) {
 		ts_count(TS_BPF_STAT_FULL);
@@ -414,14 +469,43 @@ static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *
 	return e;
 }
 
+/* Mark entry i's owner's new tasks as tracked too, or not. */
+static __always_inline void ts_set_inherit(long i, __u32 on)
+{
+	__u32 k = i, *in = bpf_map_lookup_elem(&inherit, &k);
+
+	if (in)
+		*in = on;
+}
+
 /*
- * task_newtask: every new task, from copy_process() once it cannot fail.
- * It has not run; sched_wakeup_new writes its first word.
+ * task_newtask: every new task, from copy_process() once it cannot fail,
+ * the creator being current.  Tracked with ts_track_all, else if its
+ * creator is tracked with inheritance (a tracked process's new threads
+ * and children), which it inherits.  It has not run: sched_wakeup_new
+ * writes its first word.
  */
 SEC("tp_btf/task_newtask")
 int BPF_PROG(ts_newtask, struct task_struct *task)
 {
-	ts_claim(task);
+	struct taskstate_map_entry *e;
+	long i;
+	__u32 k, *in;
+
+	if (ts_track_all) {
+		ts_claim(task);
+		return 0;
+	}
+	i = ts_index_of(bpf_get_current_task_btf());
+	if (i < 0)
+		return 0;
+	k = i;
+	in = bpf_map_lookup_elem(&inherit, &k);
+	if (!in || !*in)
+		return 0;
+	e = ts_claim(task);
+	if (e)
+		ts_set_inherit(ts_index_of(task), 1);
 	return 0;
 }
 
@@ -459,37 +543,25 @@ int BPF_PROG(ts_exec, struct task_struct *p, int old_pid)
 }
 
 /*
- * sched_process_free: from delayed_put_task_struct(), an RCU callback
- * after the task's last switch and after it was unhashed.  No probe can
- * be writing its entry: give it back, emptied, as the module's release
- * and reset: gen even, tid 0, then the word and totals.  The owner is
- * cleared before the index is pushed, whose stack lock orders all of it
- * before the next claim's pop.
+ * Give entry i back, if task key (its address) owns it, or is leaving it:
+ * as the module's release and reset, gen even, tid 0, then the word and
+ * totals.  The owner is cleared before the index is pushed, whose stack
+ * lock orders all of it before the next claim's pop.  Only where no probe
+ * can be writing the entry: its task freed, or (leaving_only) a grace
+ * period after ts_leave() marked it leaving.
  */
-SEC("tp_btf/sched_process_free")
-int BPF_PROG(ts_free, struct task_struct *p)
+static __always_inline int ts_release(__u64 key, __u32 i, bool leaving_only)
 {
-	__u64 key = (__u64)p, *owner;
 	struct taskstate_map_entry *e;
-	__u32 *ip, i, tid, *hint;
+	__u32 tid, *hint;
+	__u64 *owner;
 	int k;
 
-	ip = bpf_map_lookup_elem(&tasks, &key);
-	if (ip) {
-		i = *ip;
-		bpf_map_delete_elem(&tasks, &key);
-	} else {
-		/* Not in tasks (see ts_claim()): through its tid. */
-		tid = p->pid;
-		hint = bpf_map_lookup_elem(&hints, &tid);
-		if (!hint || !*hint)
-			return 0;
-		i = *hint - 1;
-	}
 	owner = bpf_map_lookup_elem(&owners, &i);
 	e = bpf_map_lookup_elem(&entries, &i);
-	if (!owner || !e || *owner != key)
+	if (!owner || !e || (*owner != key + 1 && (leaving_only || *owner != key)))
 		return 0;
+	ts_set_inherit(i, 0);
 	tid = e->tid;
 	ts_gen_bump(&e->gen);	/* even, before the entry is emptied */
 	e->tid = 0;
@@ -503,6 +575,33 @@ int BPF_PROG(ts_free, struct task_struct *p)
 		__sync_val_compare_and_swap(hint, i + 1, 0);
 	bpf_map_push_elem(&spare, &i, 0);
 	ts_count(TS_BPF_STAT_FREED);
+	return 1;
+}
+
+/*
+ * sched_process_free: from delayed_put_task_struct(), an RCU callback
+ * after the task's last switch and after it was unhashed.  No probe can
+ * be writing its entry: give it back (ts_release()).
+ */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(ts_free, struct task_struct *p)
+{
+	__u32 *ip, i, tid, *hint;
+	__u64 key = (__u64)p;
+
+	ip = bpf_map_lookup_elem(&tasks, &key);
+	if (ip) {
+		i = *ip;
+		bpf_map_delete_elem(&tasks, &key);
+	} else {
+		/* Not in tasks (see ts_claim()): through its tid. */
+		tid = p->pid;
+		hint = bpf_map_lookup_elem(&hints, &tid);
+		if (!hint || !*hint)
+			return 0;
+		i = *hint - 1;
+	}
+	ts_release(key, i, false);
 	return 0;
 }
 
@@ -530,42 +629,198 @@ static __always_inline unsigned int ts_state_of(struct task_struct *t)
 }
 
 /*
- * The snapshot, run by the loader over every task after the tracepoint
- * programs are attached, in two passes with an RCU grace period between
- * (loader.c), as the module's ts_snapshot() waits one: pass 1 claims an
- * entry, pass 2 writes the first word of one the probes have not written
- * (ts_first()), stamped now: the time of the snapshot, not of the task's
- * last change.  Without the wait, a switch that looked the task up
- * before pass 1 published it, and changes on_cpu after pass 2 read it,
- * would leave a running task's word RUNNABLE until its next event.
+ * TRACK, UNTRACK and the snapshot at load: iter/task programs, pinned,
+ * run by the loader and by the library (lib/bpf.c) over one thread, one
+ * process's threads (bpf_iter_link_info's tid or pid) or every task,
+ * one call at a time (the library holds a lock on the pin directory),
+ * each in two passes with an RCU grace period between, as the module's
+ * ts_snapshot() waits one (membarrier(MEMBARRIER_CMD_GLOBAL): lib/bpf.c).
+ * Each writes one byte to its seq_file per thread it changed, which
+ * the caller counts.
  *
- * A task that has begun to exit is skipped: its free may already have
- * run, which would leave its entry taken forever, or emptied under pass
- * 2.  exit_state read as 0 inside this RCU read-side section (the
+ * TRACK: ts_claim_one (a thread) or ts_claim_kin (a process: its new
+ * threads and children too) gives the entry, then ts_first_word writes
+ * the first word if no probe has: the task's state now, since when the
+ * scheduler's stamps say (ts_since_estimate()).  Without the wait, a
+ * switch that looked the task up before the claim published it, and
+ * changes on_cpu after the first word read it, would leave a running
+ * task's word RUNNABLE until its next event.
+ *
+ * UNTRACK: ts_leave marks the owner leaving (its address + 1: no probe
+ * matches it) and clears the hint; a grace period later no probe writes
+ * the entry, and ts_untrack gives it back.  A task freed in between is
+ * given back by its free.
+ *
+ * A task that has begun to exit is skipped by the claims: its free may
+ * already have run, which would leave its entry taken forever.
+ * exit_state read as 0 inside this RCU read-side section (the
  * iterator's) means the free cannot run before the section ends: it is
- * an RCU callback queued after exit_state was set.
+ * an RCU callback queued after exit_state was set.  The other passes
+ * skip it too: its free gives its entry back.
  */
-int ts_snapshot_pass;
-
-SEC("iter/task")
-int ts_snapshot(struct bpf_iter__task *ctx)
+static __always_inline struct task_struct *ts_iter_task(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ctx->task;
-	struct taskstate_map_entry *e;
-	unsigned int state;
 
-	if (!t || t->exit_state)
+	return t && !t->exit_state ? t : NULL;
+}
+
+static __always_inline int ts_claim_iter(struct bpf_iter__task *ctx, __u32 kin)
+{
+	struct task_struct *t = ts_iter_task(ctx);
+	char c = 't';
+	long i;
+
+	if (!t)
 		return 0;
-	if (ts_snapshot_pass == 1) {
-		ts_claim(t);
+	if (ts_index_of(t) >= 0) {
+		/* Tracked already: a process TRACK adds inheritance. */
+		if (kin)
+			ts_set_inherit(ts_index_of(t), 1);
+		bpf_seq_write(ctx->meta->seq, &c, 1);
 		return 0;
 	}
+	if (!ts_claim(t)) {
+		c = 'F';	/* counted: full or tid */
+		bpf_seq_write(ctx->meta->seq, &c, 1);
+		return 0;
+	}
+	i = ts_index_of(t);
+	if (i >= 0)
+		ts_set_inherit(i, kin);
+	bpf_seq_write(ctx->meta->seq, &c, 1);
+	return 0;
+}
+
+SEC("iter/task")
+int ts_claim_one(struct bpf_iter__task *ctx)
+{
+	return ts_claim_iter(ctx, 0);
+}
+
+SEC("iter/task")
+int ts_claim_kin(struct bpf_iter__task *ctx)
+{
+	return ts_claim_iter(ctx, 1);
+}
+
+/*
+ * module/table.c's ts_since_estimate(), field for field: when a task not
+ * passing a tracepoint entered its state, from the scheduler's own stamps
+ * (sched_info's last arrival on a CPU and last queueing, the run time
+ * since), read as there and bounded as there: never after now, never
+ * before the task's start, now where nothing tells.  They are sched_clock
+ * times, and no helper reads sched_clock: the offset to CLOCK_BOOTTIME is
+ * taken against the calling task's own, its last arrival on this CPU plus
+ * the run time counted since, which the scheduler brings up to date at
+ * least every tick: the estimate is late by at most that.  (Not the run
+ * queue's clock: the per-CPU runqueues symbol is not in arm64's
+ * kallsyms, which the verifier needs.)
+ */
+static __always_inline __u64 ts_since_estimate(struct task_struct *t,
+					       unsigned int state, __u64 now)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	__u64 start = t->start_boottime, arrival, queued = 0, ran = 0;
+	__u64 offset, since, sum, prev;
+	unsigned int policy = t->policy;
+	bool on_rq;
+
+	if (!bpf_core_field_exists(t->sched_info.last_queued))
+		return now;
+	offset = now - (cur->sched_info.last_arrival + cur->se.sum_exec_runtime -
+			cur->se.prev_sum_exec_runtime);
+	arrival = t->sched_info.last_arrival;
+	on_rq = state == TASKSTATE_RUNNABLE && ts_queued(t);
+	__sync_val_compare_and_swap(&ts_fence_word, 0, 0);	/* smp_rmb() */
+	if (state == TASKSTATE_RUNNABLE)
+		queued = t->sched_info.last_queued;
+	if (state == TASKSTATE_RUNNABLE && !queued &&
+	    (!on_rq || t->__state == TASK_RUNNING))
+		return now;
+	if (!arrival && !queued)
+		return now;
+	/* SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE */
+	if (policy == 0 || policy == 3 || policy == 5) {
+		sum = t->se.sum_exec_runtime;
+		prev = t->se.prev_sum_exec_runtime;
+		if (sum > prev)
+			ran = sum - prev;
+	}
+	since = arrival ? arrival + ran + offset : start;
+	if (queued && (__s64)(queued + offset - since) > 0)
+		since = queued + offset;
+	if ((__s64)(since - now) > 0)
+		return now;
+	if ((__s64)(since - start) < 0)
+		return start;
+	return since;
+}
+
+SEC("iter/task")
+int ts_first_word(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ts_iter_task(ctx);
+	struct taskstate_map_entry *e;
+	unsigned int state;
+	__u64 since;
+
+	if (!t)
+		return 0;
 	e = ts_entry_of(t);
 	if (!e)
 		return 0;
 	state = ts_state_of(t);
-	if (state != TASKSTATE_NONE)
-		ts_first(e, taskstate_pack(state, bpf_ktime_get_boot_ns()));
+	if (state == TASKSTATE_NONE)
+		return 0;
+	since = ts_since_estimate(t, state, bpf_ktime_get_boot_ns());
+	ts_first(e, taskstate_pack(state, since));
+	return 0;
+}
+
+SEC("iter/task")
+int ts_leave(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ts_iter_task(ctx);
+	__u32 tid, k, *hint;
+	__u64 *owner;
+	char c = 'u';
+	long i;
+
+	if (!t)
+		return 0;
+	i = ts_index_of(t);
+	if (i < 0)
+		return 0;
+	k = i;
+	tid = t->pid;
+	owner = bpf_map_lookup_elem(&owners, &k);
+	hint = bpf_map_lookup_elem(&hints, &tid);
+	if (!owner || !hint)
+		return 0;
+	ts_set_inherit(i, 0);
+	*owner = (__u64)t + 1;
+	__sync_val_compare_and_swap(hint, k + 1, 0);
+	bpf_seq_write(ctx->meta->seq, &c, 1);
+	return 0;
+}
+
+SEC("iter/task")
+int ts_untrack(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ts_iter_task(ctx);
+	__u64 key;
+	__u32 *ip;
+
+	if (!t)
+		return 0;
+	key = (__u64)t;
+	ip = bpf_map_lookup_elem(&tasks, &key);
+	if (!ip)
+		return 0;
+	/* Only what ts_leave() marked: not a thread claimed since. */
+	if (ts_release(key, *ip, true))
+		bpf_map_delete_elem(&tasks, &key);
 	return 0;
 }
 

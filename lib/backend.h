@@ -16,6 +16,7 @@ int ts_bpf_open(void);
 int ts_is_bpf(int fd);
 int ts_bpf_info(int fd, struct taskstate_info *info);
 int ts_bpf_track(int fd, unsigned int id, bool process, uint64_t *nr_threads);
+int ts_bpf_untrack(int fd, unsigned int id, bool process, uint64_t *nr_threads);
 int ts_bpf_sample(int fd, struct taskstate_entry *e,
 		  struct taskstate_totals *t, uint32_t n);
 int ts_bpf_list(int fd, unsigned int pid, struct taskstate_entry **out,

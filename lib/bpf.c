@@ -6,10 +6,10 @@
  * entries map's fd; the other calls tell it from the module's character
  * device (backend.h) and answer from the mappings here.
  *
- * What the module does and this backend does not (yet), and the errno
- * each says: UNTRACK (it tracks every thread) and PROCESS and EXITS (no
- * process records) are EOPNOTSUPP; the tids are the initial pid
- * namespace's, as the module's privileged mapping's.
+ * What the module does and this backend does not, and the errno each
+ * says: PROCESS and EXITS (no process records) are EOPNOTSUPP; the tids
+ * are the initial pid namespace's, as the module's privileged mapping's,
+ * and it opens only there (EPERM).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include <linux/bpf.h>
+#include <linux/membarrier.h>
 
 #include "backend.h"
 #include "libtaskstate.h"
@@ -61,7 +63,7 @@ static int sys_bpf(int cmd, union bpf_attr *attr)
 
 static int obj_get(const char *name, __u32 flags)
 {
-	char path[sizeof(TS_BPF_PIN_DIR) + 16];
+	char path[sizeof(TS_BPF_PIN_DIR) + 64];
 	union bpf_attr a;
 
 	snprintf(path, sizeof(path), "%s/%s", TS_BPF_PIN_DIR, name);
@@ -341,6 +343,46 @@ static __u32 count_tracked(const struct ts_bpf_view *v)
 	return n;
 }
 
+/* The threads the backend could not track: stats' full and tid, summed. */
+static uint64_t untracked(void)
+{
+	int fd = obj_get(TS_BPF_STATS, BPF_F_RDONLY), ncpu = 0, lo, hi, c;
+	__u32 keys[] = { TS_BPF_STAT_FULL, TS_BPF_STAT_TID }, k;
+	uint64_t sum = 0, *vals;
+	union bpf_attr a;
+	char buf[256], *p;
+	FILE *f;
+
+	if (fd < 0)
+		return 0;
+	/* Per CPU: one value for each possible CPU ("0-3,8"). */
+	f = fopen("/sys/devices/system/cpu/possible", "re");
+	if (f && fgets(buf, sizeof(buf), f)) {
+		for (p = strtok(buf, ","); p; p = strtok(NULL, ",")) {
+			if (sscanf(p, "%d-%d", &lo, &hi) == 2)
+				ncpu += hi - lo + 1;
+			else
+				ncpu++;
+		}
+	}
+	if (f)
+		fclose(f);
+	vals = ncpu > 0 ? calloc(ncpu, sizeof(*vals)) : NULL;
+	for (k = 0; vals && k < 2; k++) {
+		memset(&a, 0, sizeof(a));
+		a.map_fd = fd;
+		a.key = (uintptr_t)&keys[k];
+		a.value = (uintptr_t)vals;
+		if (sys_bpf(BPF_MAP_LOOKUP_ELEM, &a) < 0)
+			continue;
+		for (c = 0; c < ncpu; c++)
+			sum += vals[c];
+	}
+	free(vals);
+	close(fd);
+	return sum;
+}
+
 int ts_bpf_info(int fd, struct taskstate_info *info)
 {
 	struct ts_bpf_view *v;
@@ -354,7 +396,8 @@ int ts_bpf_info(int fd, struct taskstate_info *info)
 	info->clock_id = CLOCK_BOOTTIME;
 	info->max_threads = v->cfg.max_threads;
 	info->batch_max = TASKSTATE_BATCH_MAX;
-	info->track_all = 1;
+	info->track_all = v->cfg.track_all;
+	info->nr_untracked = untracked();
 	info->scope = TASKSTATE_SCOPE_ALL;
 	info->nr_tracked = count_tracked(v);
 	info->map_entry_size = sizeof(struct taskstate_map_entry);
@@ -363,6 +406,153 @@ int ts_bpf_info(int fd, struct taskstate_info *info)
 	info->map_flags = TASKSTATE_MAP_F_TOTALS;
 	info->map_size = v->entries_size;
 	return 0;
+}
+
+/*
+ * One pass of TRACK or UNTRACK: the pinned iter/task program name run
+ * over thread id (process: its threads).  counts[] gets how many bytes of
+ * each kind it wrote (lib/taskstate-bpf.h): 't', 'F', 'u'.
+ */
+static int run_pass(const char *name, unsigned int id, bool process,
+		    unsigned int counts[3])
+{
+	union bpf_iter_link_info info;
+	char path[64], buf[256];
+	int pfd, lfd, ifd, ret = 0;
+	union bpf_attr a;
+	ssize_t n, k;
+
+	snprintf(path, sizeof(path), "progs/%s", name);
+	pfd = obj_get(path, 0);
+	if (pfd < 0)
+		return pfd;
+	memset(&info, 0, sizeof(info));
+	if (process)
+		info.task.pid = id;
+	else
+		info.task.tid = id;
+	memset(&a, 0, sizeof(a));
+	a.link_create.prog_fd = pfd;
+	a.link_create.attach_type = BPF_TRACE_ITER;
+	a.link_create.iter_info = (uintptr_t)&info;
+	a.link_create.iter_info_len = sizeof(info);
+	lfd = sys_bpf(BPF_LINK_CREATE, &a);
+	close(pfd);
+	if (lfd < 0)
+		return lfd;
+	memset(&a, 0, sizeof(a));
+	a.iter_create.link_fd = lfd;
+	ifd = sys_bpf(BPF_ITER_CREATE, &a);
+	close(lfd);
+	if (ifd < 0)
+		return ifd;
+	while ((n = read(ifd, buf, sizeof(buf))) > 0)
+		for (k = 0; k < n; k++)
+			counts[buf[k] == 't' ? 0 : buf[k] == 'F' ? 1 : 2]++;
+	if (n < 0)
+		ret = -errno;
+	close(ifd);
+	return ret;
+}
+
+static const char *const ts_probes[TS_BPF_NR_PROBES] = TS_BPF_PROBES;
+
+/*
+ * With track_all 0, the tracepoint programs run only while something is
+ * tracked: attached by a TRACK (each link pinned, so that it outlives
+ * this process), in lib/taskstate-bpf.h's order, unless they are.
+ */
+static int attach_probes(void)
+{
+	char path[64];
+	union bpf_attr a;
+	int pfd, lfd, ret;
+	unsigned int i;
+
+	for (i = 0; i < TS_BPF_NR_PROBES; i++) {
+		snprintf(path, sizeof(path), "%s/links/%s", TS_BPF_PIN_DIR, ts_probes[i]);
+		if (!access(path, F_OK))
+			continue;
+		snprintf(path, sizeof(path), "progs/%s", ts_probes[i]);
+		pfd = obj_get(path, 0);
+		if (pfd < 0)
+			return pfd;
+		/* tp_btf: the tracepoint is the program's own (no name). */
+		memset(&a, 0, sizeof(a));
+		a.raw_tracepoint.prog_fd = pfd;
+		lfd = sys_bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
+		close(pfd);
+		if (lfd < 0)
+			return lfd;
+		snprintf(path, sizeof(path), "%s/links/%s", TS_BPF_PIN_DIR, ts_probes[i]);
+		memset(&a, 0, sizeof(a));
+		a.pathname = (uintptr_t)path;
+		a.bpf_fd = lfd;
+		ret = sys_bpf(BPF_OBJ_PIN, &a);
+		close(lfd);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * ... and detached by the UNTRACK that leaves no entry taken, events
+ * first.  No entry taken: no tracked task, so no claim can come (a claim
+ * needs a tracked creator).  A table that empties by exits keeps them
+ * attached until the next UNTRACK.
+ */
+static void detach_probes_if_idle(const struct ts_bpf_view *v)
+{
+	char path[64];
+	unsigned int i;
+
+	if (v->cfg.track_all || count_tracked(v))
+		return;
+	for (i = TS_BPF_NR_PROBES; i-- > 0;) {
+		snprintf(path, sizeof(path), "%s/links/%s", TS_BPF_PIN_DIR, ts_probes[i]);
+		unlink(path);
+	}
+}
+
+/*
+ * TRACK or UNTRACK: two passes, an RCU grace period between
+ * (membarrier(MEMBARRIER_CMD_GLOBAL) is synchronize_rcu() in 6.1), under
+ * an exclusive flock() of the pin directory: one call at a time, and none
+ * during a load.
+ */
+static int run_two_passes(const struct ts_bpf_view *v, bool track,
+			  unsigned int id, bool process, unsigned int counts[3])
+{
+	const char *first = track ? process ? TS_BPF_PROG_CLAIM_KIN :
+					      TS_BPF_PROG_CLAIM_ONE :
+				    TS_BPF_PROG_LEAVE;
+	const char *second = track ? TS_BPF_PROG_FIRST_WORD : TS_BPF_PROG_UNTRACK;
+	int lock, ret;
+
+	lock = open(TS_BPF_PIN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock < 0)
+		return -errno;
+	if (flock(lock, LOCK_EX)) {
+		ret = -errno;
+		goto out;
+	}
+	/* Attached before the claims: the grace period covers both. */
+	ret = track ? attach_probes() : 0;
+	if (!ret)
+		ret = run_pass(first, id, process, counts);
+	if (!ret && syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
+		ret = -errno;
+	if (!ret) {
+		unsigned int unused[3] = { 0 };
+
+		ret = run_pass(second, id, process, unused);
+	}
+	if (!track)
+		detach_probes_if_idle(v);
+out:
+	close(lock);
+	return ret;
 }
 
 /* Thread tid's process id from /proc (any pid namespace's), or -errno. */
@@ -383,35 +573,53 @@ static long proc_tgid(unsigned int tid)
 	return tgid;
 }
 
-/*
- * Every thread is tracked from the load on: TRACK has nothing to start.
- * It answers as the module does for threads it tracks already: ESRCH for
- * no such thread (or, with process, no such process leader), and in
- * *nr_threads the threads the call covers that have an entry: the
- * thread, or the process's threads.  A thread the backend could not
- * track (taskstate bpf status counts why) is ENOSPC, as a full table.
- */
-int ts_bpf_track(int fd, unsigned int id, bool process, uint64_t *nr_threads)
+/* Is thread id there (with process: a process's leader)? */
+static bool exists(unsigned int id, bool process)
 {
-	struct taskstate_entry got;
+	long tgid = id ? proc_tgid(id) : -ESRCH;
+
+	return tgid > 0 && (!process || (unsigned long)tgid == id);
+}
+
+/*
+ * TRACK (track) or UNTRACK: the thread, or the process's threads.  TRACK
+ * also marks their entries to pass tracking on to their new threads and
+ * children; UNTRACK clears that.  Errors as the module's: ESRCH no such
+ * thread (or, with process, no such process leader); TRACK: ENOSPC none
+ * could get an entry (the backend's table full, or the tid at or past its
+ * --max-tid: taskstate bpf status counts which).  *nr_threads: TRACK, the
+ * threads that have an entry now, new or not; UNTRACK, the threads it
+ * untracked (a thread not tracked is not an error).
+ */
+static int track_call(int fd, bool track, unsigned int id, bool process,
+		      uint64_t *nr_threads)
+{
+	unsigned int counts[3] = { 0 };
 	struct ts_bpf_view *v;
 	int ret = view_of(fd, &v);
-	uint64_t n = 0;
-	__u32 i;
 
 	if (ret)
 		return ret;
-	if (!id || proc_tgid(id) <= 0 || (process && proc_tgid(id) != id))
+	if (!exists(id, process))
 		return -ESRCH;
-	if (index_of(v, id) < 0)
-		return -ENOSPC;
-	if (!process)
-		n = 1;
-	for (i = 0; process && i < v->cfg.max_threads; i++)
-		n += read_entry(v, i, &got, NULL) && got.tgid == id;
+	ret = run_two_passes(v, track, id, process, counts);
+	if (ret)
+		return ret;
+	if (track && !counts[0])
+		return counts[1] ? -ENOSPC : -ESRCH;
 	if (nr_threads)
-		*nr_threads = n ? n : 1;
+		*nr_threads = track ? counts[0] : counts[2];
 	return 0;
+}
+
+int ts_bpf_track(int fd, unsigned int id, bool process, uint64_t *nr_threads)
+{
+	return track_call(fd, true, id, process, nr_threads);
+}
+
+int ts_bpf_untrack(int fd, unsigned int id, bool process, uint64_t *nr_threads)
+{
+	return track_call(fd, false, id, process, nr_threads);
 }
 
 int ts_bpf_sample(int fd, struct taskstate_entry *e,

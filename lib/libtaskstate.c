@@ -265,13 +265,12 @@ int taskstate_track(int fd, unsigned int id, bool process, uint64_t *nr_threads)
 	return track_ioctl(fd, TASKSTATE_IOC_TRACK, id, process, nr_threads);
 }
 
-/* The BPF backend tracks every thread: it cannot stop tracking one. */
 int taskstate_untrack(int fd, unsigned int id, bool process, uint64_t *nr_threads)
 {
 	int bpf = ts_is_bpf(fd);
 
 	if (bpf)
-		return bpf < 0 ? bpf : -EOPNOTSUPP;
+		return bpf < 0 ? bpf : ts_bpf_untrack(fd, id, process, nr_threads);
 	return track_ioctl(fd, TASKSTATE_IOC_UNTRACK, id, process, nr_threads);
 }
 

@@ -47,8 +47,8 @@ void taskstate_close(int fd);
  * Which backend fd belongs to: "module" (/dev/taskstate) or "bpf" (the
  * maps `taskstate bpf load` pinned, which taskstate_open() opens when
  * there is no device and $TASKSTATE_DEV is not set); NULL for a bad fd.
- * On the BPF backend every thread is tracked, UNTRACK and PROCESS fail
- * with -EOPNOTSUPP, and tids are the initial pid namespace's.
+ * On the BPF backend PROCESS fails with -EOPNOTSUPP, and tids are the
+ * initial pid namespace's (the library opens it only there).
  */
 const char *taskstate_backend(int fd);
 

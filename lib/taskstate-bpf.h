@@ -51,7 +51,35 @@ struct ts_bpf_config {
 	__u32 max_threads;	/* entries */
 	__u32 max_tid;		/* hints: threads with a tid below it */
 	__u64 loaded_ns;	/* CLOCK_BOOTTIME of the snapshot */
+	__u32 track_all;	/* every thread (1), or what TRACK asks (0) */
+	__u32 __pad;
 };
+
+/*
+ * The iter/task programs TRACK and UNTRACK run, pinned as
+ * TS_BPF_PIN_DIR "/progs/" name (taskstate.bpf.c says what each pass
+ * does), one call at a time: the caller holds flock(LOCK_EX) on
+ * TS_BPF_PIN_DIR.  Each writes a byte per thread it changed: 't' given
+ * (or already had) an entry, 'F' not (full, or its tid too large), 'u'
+ * left.
+ */
+/*
+ * The tracepoint programs, pinned there too, in the order they are
+ * attached (an entry given out must be given back: the free first, then
+ * the claims, then the events); their links are pinned as
+ * TS_BPF_PIN_DIR "/links/" name.  With track_all 0 they are attached by
+ * the first TRACK and detached by the UNTRACK that leaves no entry taken
+ * (lib/bpf.c): nothing runs in the scheduler while nothing is tracked.
+ */
+#define TS_BPF_PROBES { "ts_free", "ts_exec", "ts_newtask",		\
+			"ts_wakeup_new", "ts_wakeup", "ts_switch" }
+#define TS_BPF_NR_PROBES	6
+
+#define TS_BPF_PROG_CLAIM_ONE	"ts_claim_one"
+#define TS_BPF_PROG_CLAIM_KIN	"ts_claim_kin"
+#define TS_BPF_PROG_FIRST_WORD	"ts_first_word"
+#define TS_BPF_PROG_LEAVE	"ts_leave"
+#define TS_BPF_PROG_UNTRACK	"ts_untrack"
 
 /*
  * Counters, summed over the CPUs by `taskstate bpf status`.  A thread is

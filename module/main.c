@@ -8,6 +8,7 @@
 
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/namei.h>
 #include <linux/rcupdate.h>
 #include <linux/timekeeping.h>
 #include "hooks.h"
@@ -38,10 +39,31 @@ module_param_named(totals, ts_totals, bool, 0444);
 MODULE_PARM_DESC(totals,
 		 "Keep per-state cumulative time for every tracked thread (default 1): debugfs columns, SAMPLE/LIST totals, the mapping's state_ns[].");
 
+/*
+ * Never both backends at once: the BPF backend (bpf/, `taskstate bpf
+ * load`) pins itself under this path, and its loader refuses while this
+ * module is loaded; this refuses while it is.  The path is the contract:
+ * a BPF filesystem mounted elsewhere is not seen.
+ */
+static bool __init ts_bpf_backend_loaded(void)
+{
+	struct path path;
+
+	if (kern_path("/sys/fs/bpf/taskstate", LOOKUP_FOLLOW, &path))
+		return false;
+	path_put(&path);
+	return true;
+}
+
 static int __init taskstate_init(void)
 {
 	u64 probes_since;
 	int ret;
+
+	if (ts_bpf_backend_loaded()) {
+		pr_err("the BPF backend is loaded (/sys/fs/bpf/taskstate): taskstate bpf unload first\n");
+		return -EBUSY;
+	}
 
 	if (max_threads < TS_MIN_THREADS || max_threads > TS_MAX_THREADS) {
 		pr_err("max_threads=%u is outside %u..%u\n", max_threads,

@@ -8,7 +8,7 @@
 # from run to run, whatever the host's load (docs/performance.md).
 #
 #   scripts/count.sh [--quick] [--guard] [--686] [--out DIR]
-#                    [--configs "N E T A S z Q B L P"] [--ops "pipe pipe_thr ..."]
+#                    [--configs "N E T A S z Q B L P p"] [--ops "pipe pipe_thr ..."]
 #                    [--report FILE]
 #
 # What runs, inside one boot (bench/count-guest.sh): for each
@@ -36,6 +36,7 @@
 #   P  taskstate's BPF backend (bpf/, `taskstate bpf load`): every thread
 #      tracked, no module; sample and mapread through the library's
 #      backend (user space: no ioctl)
+#   p  the BPF backend loaded with --track-all 0, nothing tracked
 #
 # Operations: empty (the loop alone), pipe (round trip between two
 # processes), pipe_thr (between two threads), fork (fork+exit+wait),
@@ -51,11 +52,12 @@
 # bench/count-guest-686.sh in its busybox initramfs; configurations N E A
 # z Q (default N A Q), operations empty pipe pipe_thr (default empty
 # pipe).
-# --guard: only N, A and P, the pinned pipe, and two TAP lines: A/N
+# --guard: only N, A, P and p, the pinned pipe, and three TAP lines: A/N
 # against COUNT_GUARD_LIMIT (default 1.051, where 1.0486 is measured: 30
-# instructions more a round trip, 8 a probe call, fail it), and P/N, the
-# BPF backend's, against COUNT_GUARD_BPF_LIMIT (default 1.13, the issue's
-# bound; scripts/check.sh runs this).
+# instructions more a round trip, 8 a probe call, fail it); P/N, the BPF
+# backend's, against COUNT_GUARD_BPF_LIMIT (default 1.13); p/N, the BPF
+# backend tracking nothing, against COUNT_GUARD_IDLE_LIMIT (default 1.01).
+# scripts/check.sh runs this.
 #
 # Knobs: COUNT_SPANS (spans of one operation, for the short operations),
 # COUNT_LONG ("LOOPS SPANS" for fork and thread; their estimate is the
@@ -70,7 +72,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 out=$build/count-run
-configs="N E T A S z Q B L P"
+configs="N E T A S z Q B L P p"
 ops="empty pipe pipe_thr fork thread sample mapread debugfs"
 guard=0 quick=0 report='' i686=0 asked_configs='' asked_ops=''
 cmd_args="$*"
@@ -89,7 +91,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 if [ $guard = 1 ]; then
-	configs="N A P" ops="empty pipe"
+	configs="N A P p" ops="empty pipe"
 	out=$build/count-guard
 fi
 if [ $i686 = 1 ]; then
@@ -103,6 +105,7 @@ fi
 : "${COUNT_SPANS:=400}" "${COUNT_LONG:=1 400}" "${COUNT_DEBUGFS:=1 30}"
 : "${COUNT_TIMEOUT:=1500}" "${COUNT_MEM:=1}"
 : "${COUNT_GUARD_LIMIT:=1.051}" "${COUNT_GUARD_BPF_LIMIT:=1.13}"
+: "${COUNT_GUARD_IDLE_LIMIT:=1.01}"
 bin=$build/count-bin
 ko=$build/count-ko
 if [ $guard = 1 ]; then
@@ -128,7 +131,7 @@ else
 	make -s -C "$top/bench" O="$bin" count tscount
 fi
 case " $configs " in *" L "*) make -s -C "$top/bench" O="$bin" tsbpf ;; esac
-case " $configs " in *" P "*) make -s -C "$top/bpf" O="$bin" ;; esac
+case " $configs " in *" P "*|*" p "*) make -s -C "$top/bpf" O="$bin" ;; esac
 case " $configs " in *" Q "*)
 	log "building the seqcount scheme's module (Q)"
 	TS_KBUILD_ARGS="TS_WRITE_SCHEME=2" "$top/scripts/build-module.sh" \
@@ -177,6 +180,7 @@ fi
 cp "$ko/taskstate.ko" "$out/"	# the attribution reads the module that ran
 args=(--run "$out" --ko "$out/taskstate.ko"
       --command "${COUNT_COMMAND:-scripts/count.sh${cmd_args:+ $cmd_args}}")
-[ $guard = 0 ] || args+=(--guard "$COUNT_GUARD_LIMIT" --guard-bpf "$COUNT_GUARD_BPF_LIMIT")
+[ $guard = 0 ] || args+=(--guard "$COUNT_GUARD_LIMIT" --guard-bpf "$COUNT_GUARD_BPF_LIMIT"
+			  --guard-idle "$COUNT_GUARD_IDLE_LIMIT")
 args+=(--report "${report:-$out/REPORT.md}")
 python3 "$top/bench/count.py" "${args[@]}"

@@ -18,6 +18,14 @@ bpf_state_of() {
 		awk -v t="$1" '$1 == t { print $3; found = 1 } END { if (!found) print "none" }'
 }
 
+# Is thread $1 listed by `taskstate show`?
+listed() {
+	[ "$(bpf_state_of "$1")" != none ]
+}
+unlisted() {
+	! listed "$1"
+}
+
 # /proc/$1/stat's state letter.
 proc_letter() {
 	sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1
@@ -113,10 +121,14 @@ bpf_run() {	# 1: the suites too
 		sh -c "'$T' metrics -p $sleeper |
 		       grep -q 'taskstate_threads{pid=\"$sleeper\",comm=\"sleep\",state=\"sleeping\"} 1'"
 	check "track of a tracked thread: nothing to do" "$T" track -t $sleeper
-	"$T" untrack -t $sleeper 2> "$TS_OUT/bpf-err"
+	"$T" untrack -t $sleeper
+	check "untrack: the thread is not listed any more" unlisted $sleeper
+	"$T" track -t $sleeper
+	check "track again: listed, sleeping, since the call" bpf_agrees $sleeper S sleeping
+	"$T" track -t 999999 2> "$TS_OUT/bpf-err"
 	rc=$?
-	check "untrack: not supported on this backend (EOPNOTSUPP), exit 1" \
-		sh -c "[ $rc = 1 ] && grep -q 'not supported' '$TS_OUT/bpf-err'"
+	check "track of no such thread: exit 1, ESRCH" \
+		sh -c "[ $rc = 1 ] && grep -q 'No such process' '$TS_OUT/bpf-err'"
 	kill -CONT $stopped
 	kill $sleeper $spinner $stopped $reaper 2>/dev/null
 	wait $sleeper $spinner $stopped $reaper 2>/dev/null
@@ -157,12 +169,56 @@ bpf_run() {	# 1: the suites too
 	# schedstat oracles, the totals, the mapping.  What only the module
 	# has, they skip, saying so.
 	if [ "$suites" = 1 ]; then
-		for t in ts_states ts_totals ts_mmap; do
+		for t in ts_states ts_totals ts_mmap ts_cli; do
 			run "$TS_BIN/$t"
 		done
+		# The Prometheus pipeline needs the host's programs.
+		if [ -f "$(dirname "$0")/ts_metrics.sh" ]; then
+			TS_BIN=$TS_BIN run sh "$(dirname "$0")/ts_metrics.sh"
+		else
+			skip "ts_metrics" "no host root in this guest"
+		fi
 	fi
 
 	check "taskstate bpf unload" "$T" bpf unload
+
+	# Only what TRACK asks: a process, its children too, and UNTRACK.
+	check "taskstate bpf load --track-all 0: nothing tracked, nothing attached" \
+		sh -c "'$T' bpf load --track-all 0 && '$T' info | grep -qx 'track_all: 0' &&
+		       [ \"\$('$T' show | wc -l)\" = 1 ] &&
+		       '$T' bpf status | grep -qx 'attached 0'"
+	sh -c 'sleep 60 & exec sleep 60' &
+	parent=$!
+	sleep 0.3
+	child=$(cat /proc/$parent/task/$parent/children 2>/dev/null | tr -d ' ')
+	sleep 60 &
+	other=$!
+	"$T" track -p $parent
+	check "track -p: the process tracked, its existing child and others not" \
+		sh -c "[ \"$(bpf_state_of $parent) $(bpf_state_of $child) $(bpf_state_of $other)\" = 'sleeping none none' ]"
+	# Its new children are: a shell that forks once told to, tracked
+	# before it does.
+	kill $parent
+	go=$TS_OUT/bpf-go
+	rm -f "$go"
+	sh -c "while [ ! -e '$go' ]; do sleep 0.1; done; sleep 60 & wait" &
+	parent2=$!
+	"$T" track -p $parent2
+	touch "$go"
+	sleep 0.5
+	late=$(cat /proc/$parent2/task/$parent2/children 2>/dev/null | tr -d ' ')
+	check "a child the tracked process starts after TRACK is tracked" \
+		sh -c "[ -n '$late' ] && [ \"$(bpf_state_of "${late:-0}")\" = sleeping ]"
+	check "while something is tracked, the programs are attached" \
+		sh -c "'$T' bpf status | grep -qx 'attached 1'"
+	"$T" untrack -p $parent2
+	check "untrack -p: gone" unlisted $parent2
+	"$T" untrack -p $late
+	check "the last untrack detaches the programs" \
+		sh -c "'$T' bpf status | grep -qx 'attached 0' &&
+		       '$T' bpf status | grep -qx 'threads 0'"
+	kill $parent2 $late $child $other 2>/dev/null
+	check "unload (--track-all 0)" "$T" bpf unload
 	"$T" bpf status > /dev/null
 	rc=$?
 	check "after unload: status exit 3, the pins gone, info fails" \

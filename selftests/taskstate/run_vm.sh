@@ -58,6 +58,17 @@ echo "# kernel $(uname -r), $bits-bit, clocksource" \
 
 # --- track_all=1 (the default) --------------------------------------------
 section_track_all() {
+	# Never both backends at once (the BPF backend: bpf_vm.sh).
+	if [ -x "$TS_BIN/taskstate-bpf" ] && [ -e /sys/kernel/btf/vmlinux ]; then
+		"$TS_BIN/taskstate" bpf load
+		check "insmod while the BPF backend is loaded: EBUSY, saying why" \
+			sh -c "! insmod '$TS_KO' 2> '$TS_OUT/insmod.err' &&
+			       grep -q 'busy' '$TS_OUT/insmod.err' &&
+			       dmesg | grep -q 'taskstate: the BPF backend is loaded'"
+		"$TS_BIN/taskstate" bpf unload
+	else
+		skip "insmod while the BPF backend is loaded" "no BPF backend here (no BTF, or not built)"
+	fi
 	check "load (track_all=1)" insmod "$TS_KO"
 	run "$TS_BIN/ts_states"
 	run "$TS_BIN/ts_abi"

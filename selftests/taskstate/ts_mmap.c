@@ -322,8 +322,6 @@ TEST_F(map, untrack_changes_the_gen)
 	pid_t tid = tthread_start(&t);
 	uint64_t w;
 
-	TS_BPF_SKIP("UNTRACK: it tracks every thread");
-
 	ASSERT_LT(0, tid);
 	ASSERT_EQ(1, locate1(self->fd, tid, &l));
 	ASSERT_EQ(0, taskstate_mapping_read(&self->m, &l, &w, NULL));

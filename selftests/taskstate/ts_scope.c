@@ -321,9 +321,14 @@ static int same_as_nothing(int fd, uint32_t tid, uint32_t none)
 	CHILD_EQ(list(fd, none, l1, 4, &total2), list(fd, tid, l1, 4, &total1));
 	CHILD_EQ(total2, total1);
 	CHILD_EQ(0, total1);
-	/* Nothing was charged for it either. */
+	/*
+	 * Nothing was charged for it either.  (Fewer is fine: a thread this
+	 * user tracked before, ended, is released at its free, an RCU grace
+	 * period later, which a loaded host can put in this window: seen in
+	 * CI on i686, 2 before and 1 after.)
+	 */
 	CHILD_EQ(0, info_of(fd, &after));
-	CHILD_EQ(before.scope_nr_tracked, after.scope_nr_tracked);
+	CHILD_CHECK(after.scope_nr_tracked <= before.scope_nr_tracked);
 	return 0;
 }
 

@@ -804,8 +804,6 @@ TEST_F(ts, track_snapshots_current_state)
 	uint64_t t0, w, w0, nr;
 	unsigned int st;
 
-	TS_BPF_SKIP("UNTRACK: it tracks every thread");
-
 	stop = 0;
 	ASSERT_LT(0, start_thread(&sleeper, wait_futex));
 	ASSERT_LT(0, start_thread(&spinner, spin));
