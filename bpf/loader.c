@@ -317,8 +317,12 @@ static int pin_maps(struct taskstate_bpf *skel)
 	return 0;
 }
 
-/* Attach the tracepoint programs, pinning their links: track_all. */
-static int attach_and_pin(struct taskstate_bpf *skel)
+/*
+ * Attach the first n tracepoint programs, pinning their links: all with
+ * track_all; else the free alone, which stays attached from the load (the
+ * library attaches the others while something is tracked).
+ */
+static int attach_and_pin(struct taskstate_bpf *skel, unsigned int n)
 {
 	struct bpf_program *progs[TS_BPF_NR_PROBES];
 	char path[PATH_MAX];
@@ -326,7 +330,7 @@ static int attach_and_pin(struct taskstate_bpf *skel)
 	int ret = 0;
 
 	probes_of(skel, progs);
-	for (i = 0; i < ARRAY_SIZE(progs); i++) {
+	for (i = 0; i < n && i < ARRAY_SIZE(progs); i++) {
 		struct bpf_link *link = bpf_program__attach(progs[i]);
 
 		if (!link)
@@ -470,9 +474,9 @@ static int cmd_load(int argc, char **argv)
 		ret = pin_maps(skel);
 	if (!ret)
 		ret = pin_progs(skel);
-	/* With track_all 0 the first TRACK attaches them (lib/bpf.c). */
-	if (!ret && cfg.track_all)
-		ret = attach_and_pin(skel);
+	/* With track_all 0 the first TRACK attaches the rest (lib/bpf.c). */
+	if (!ret)
+		ret = attach_and_pin(skel, cfg.track_all ? TS_BPF_NR_PROBES : 1);
 	if (ret) {
 		err("cannot attach and pin: %s", strerror(-ret));
 		goto out_destroy;
@@ -504,18 +508,26 @@ out_unpin:
 
 static int cmd_unload(int argc, char **argv)
 {
-	int ret;
+	int ret, lock;
 
 	(void)argv;
 	if (argc != 1) {
 		fputs(usage, stderr);
 		return EXIT_USAGE;
 	}
-	if (access(TS_BPF_PIN_DIR, F_OK)) {
+	/* After any TRACK or UNTRACK in progress (lib/bpf.c holds this). */
+	lock = open(TS_BPF_PIN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock < 0) {
 		err("not loaded (no " TS_BPF_PIN_DIR ")");
 		return 1;
 	}
+	if (flock(lock, LOCK_EX)) {
+		err("cannot lock " TS_BPF_PIN_DIR ": %s", strerror(errno));
+		close(lock);
+		return 1;
+	}
 	ret = unpin_all();
+	close(lock);
 	if (ret) {
 		err("cannot remove " TS_BPF_PIN_DIR ": %s", strerror(-ret));
 		return 1;
@@ -587,7 +599,8 @@ static int cmd_status(int argc, char **argv)
 	}
 	free(vals);
 	printf("loaded\n");
-	pin_path(path, sizeof(path), "links/", probe_pins[0]);
+	/* The scheduler's programs (the free one stays from the load). */
+	pin_path(path, sizeof(path), "links/", probe_pins[TS_BPF_NR_PROBES - 1]);
 	printf("max_threads %u\nmax_tid %u\ntrack_all %u\nattached %d\nthreads %u\n",
 	       cfg.max_threads, cfg.max_tid, cfg.track_all, !access(path, F_OK),
 	       tracked);

@@ -400,7 +400,17 @@ static __always_inline void ts_gen_bump(__u32 *gen)
  * another task is taken over: stale, or an exited thread's whose tid was
  * reused before it was freed (its free finds its entry through tasks).
  */
-static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *t)
+/* Mark entry i's owner's new tasks as tracked too, or not. */
+static __always_inline void ts_set_inherit(long i, __u32 on)
+{
+	__u32 k = i, *in = bpf_map_lookup_elem(&inherit, &k);
+
+	if (in)
+		*in = on;
+}
+
+static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *t,
+							   __u32 kin)
 {
 	__u32 tid = t->pid, old, i, j, *ip;
 	struct taskstate_map_entry *e;
@@ -412,28 +422,39 @@ static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *
 		return NULL;
 	}
 	old = *hint;
-	if (old) {
-		j = old - 1;
-		owner = bpf_map_lookup_elem(&owners, &j);
-		e = bpf_map_lookup_elem(&entries, &j);
-		if (!owner || !e)
-			return NULL;
-		if (*owner == key)
-			return e;	/* already this task's */
-	}
 	/*
-	 * Leaving, its UNTRACK cut short between its passes (the caller
-	 * killed): the same entry, back.  (The library's lock keeps a TRACK
-	 * from running between an UNTRACK's passes otherwise.)
+	 * Its own entry already, found through tasks whatever its tid says
+	 * (an exec's tid swap may be in progress, ts_exec()): this task's,
+	 * or leaving, its UNTRACK cut short between its passes (the caller
+	 * killed), which takes it back.  Else through the hint (an entry the
+	 * tasks map could not record).
 	 */
 	ip = bpf_map_lookup_elem(&tasks, &key);
 	if (ip) {
 		j = *ip;
 		owner = bpf_map_lookup_elem(&owners, &j);
 		e = bpf_map_lookup_elem(&entries, &j);
+		if (owner && e && *owner == key) {
+			if (kin)
+				ts_set_inherit(j, 1);
+			return e;
+		}
 		if (owner && e && *owner == key + 1 &&
 		    __sync_val_compare_and_swap(hint, old, j + 1) == old) {
+			ts_set_inherit(j, kin);
 			*owner = key;
+			return e;
+		}
+	}
+	if (old) {
+		j = old - 1;
+		owner = bpf_map_lookup_elem(&owners, &j);
+		e = bpf_map_lookup_elem(&entries, &j);
+		if (!owner || !e)
+			return NULL;
+		if (*owner == key) {
+			if (kin)
+				ts_set_inherit(j, 1);
 			return e;
 		}
 	}
@@ -448,15 +469,26 @@ static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *
 		return NULL;	/* an index the loader never pushed */
 	*tgid = t->tgid;
 	e->tid = tid;
+	/* Before the hint: a fork right after it must see it. */
+	ts_set_inherit(i, kin);
 	ts_gen_bump(&e->gen);	/* odd, after the tgid and tid */
 	*owner = key;
 	if (__sync_val_compare_and_swap(hint, old, i + 1) != old) {
 		/* Another claim won; no probe could find this entry. */
 		*owner = 0;
+		ts_set_inherit(i, 0);
 		ts_gen_bump(&e->gen);
 		e->tid = 0;
 		bpf_map_push_elem(&spare, &i, 0);
-		return NULL;
+		/* The winner's entry, if it was a claim of this task too. */
+		old = *hint;
+		if (!old)
+			return NULL;
+		j = old - 1;
+		owner = bpf_map_lookup_elem(&owners, &j);
+		if (!owner || *owner != key)
+			return NULL;
+		return bpf_map_lookup_elem(&entries, &j);
 	}
 	/*
 	 * Published: probes may write the entry now, so it is not undone if
@@ -469,13 +501,21 @@ static __always_inline struct taskstate_map_entry *ts_claim(struct task_struct *
 	return e;
 }
 
-/* Mark entry i's owner's new tasks as tracked too, or not. */
-static __always_inline void ts_set_inherit(long i, __u32 on)
+/*
+ * Task t's own entry index, found through tasks (whatever its tid says
+ * now: an exec's swap may be in progress), else through its hint; -1 if
+ * it has none.
+ */
+static __always_inline long ts_own_index(struct task_struct *t)
 {
-	__u32 k = i, *in = bpf_map_lookup_elem(&inherit, &k);
+	__u64 key = (__u64)t, *owner;
+	__u32 *ip = bpf_map_lookup_elem(&tasks, &key), i;
 
-	if (in)
-		*in = on;
+	if (!ip)
+		return ts_index_of(t);
+	i = *ip;
+	owner = bpf_map_lookup_elem(&owners, &i);
+	return owner && *owner == key ? i : -1;
 }
 
 /*
@@ -488,12 +528,11 @@ static __always_inline void ts_set_inherit(long i, __u32 on)
 SEC("tp_btf/task_newtask")
 int BPF_PROG(ts_newtask, struct task_struct *task)
 {
-	struct taskstate_map_entry *e;
 	long i;
 	__u32 k, *in;
 
 	if (ts_track_all) {
-		ts_claim(task);
+		ts_claim(task, 0);
 		return 0;
 	}
 	i = ts_index_of(bpf_get_current_task_btf());
@@ -501,11 +540,8 @@ int BPF_PROG(ts_newtask, struct task_struct *task)
 		return 0;
 	k = i;
 	in = bpf_map_lookup_elem(&inherit, &k);
-	if (!in || !*in)
-		return 0;
-	e = ts_claim(task);
-	if (e)
-		ts_set_inherit(ts_index_of(task), 1);
+	if (in && *in)
+		ts_claim(task, 1);
 	return 0;
 }
 
@@ -513,32 +549,41 @@ int BPF_PROG(ts_newtask, struct task_struct *task)
  * exec by a thread that is not the leader: de_thread() swapped its tid
  * with the leader's (exchange_tids()), so it now has the process's pid.
  * Move its hint there, and the entry's tid with it (same entry, same
- * gen).  From the swap until here its events find the leader's hint and
- * are missed.  The leader's entry, if the leader is not freed yet, is
- * given back when it is (through tasks, not its tid).
+ * gen), found through tasks.  From the swap until here its events find
+ * the leader's hint and are missed; the iterators find it through tasks.
+ * The leader's entry, if the leader is not freed yet, is given back when
+ * it is (through tasks, not its tid).
  */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(ts_exec, struct task_struct *p, int old_pid)
 {
-	__u32 tid = p->pid, from = old_pid;
+	__u32 tid = p->pid, from = old_pid, *ohint, *nhint, i;
 	struct taskstate_map_entry *e;
-	__u32 *ohint, *nhint, i;
-	__u64 *owner;
+	long k;
 
 	if (tid == from)
 		return 0;
+	/* Through tasks: its hint is at the old tid, or already taken. */
+	k = ts_own_index(p);
+	if (k < 0) {
+		/*
+		 * Not tracked: with ts_track_all a thread the load's snapshot
+		 * missed, its tid swapped below where the walk had reached.
+		 */
+		if (ts_track_all)
+			ts_claim(p, 0);
+		return 0;
+	}
+	i = k;
+	e = bpf_map_lookup_elem(&entries, &i);
 	ohint = bpf_map_lookup_elem(&hints, &from);
 	nhint = bpf_map_lookup_elem(&hints, &tid);
-	if (!ohint || !nhint || !*ohint)
-		return 0;
-	i = *ohint - 1;
-	owner = bpf_map_lookup_elem(&owners, &i);
-	e = bpf_map_lookup_elem(&entries, &i);
-	if (!owner || !e || *owner != (__u64)p)
+	if (!e || !nhint)
 		return 0;
 	e->tid = tid;
 	*nhint = i + 1;
-	__sync_val_compare_and_swap(ohint, i + 1, 0);
+	if (ohint)
+		__sync_val_compare_and_swap(ohint, i + 1, 0);
 	return 0;
 }
 
@@ -668,26 +713,12 @@ static __always_inline struct task_struct *ts_iter_task(struct bpf_iter__task *c
 static __always_inline int ts_claim_iter(struct bpf_iter__task *ctx, __u32 kin)
 {
 	struct task_struct *t = ts_iter_task(ctx);
-	char c = 't';
-	long i;
+	char c;
 
 	if (!t)
 		return 0;
-	if (ts_index_of(t) >= 0) {
-		/* Tracked already: a process TRACK adds inheritance. */
-		if (kin)
-			ts_set_inherit(ts_index_of(t), 1);
-		bpf_seq_write(ctx->meta->seq, &c, 1);
-		return 0;
-	}
-	if (!ts_claim(t)) {
-		c = 'F';	/* counted: full or tid */
-		bpf_seq_write(ctx->meta->seq, &c, 1);
-		return 0;
-	}
-	i = ts_index_of(t);
-	if (i >= 0)
-		ts_set_inherit(i, kin);
+	/* 't': it has an entry (new, or had), 'F': not (counted). */
+	c = ts_claim(t, kin) ? 't' : 'F';
 	bpf_seq_write(ctx->meta->seq, &c, 1);
 	return 0;
 }
@@ -764,10 +795,16 @@ int ts_first_word(struct bpf_iter__task *ctx)
 	struct taskstate_map_entry *e;
 	unsigned int state;
 	__u64 since;
+	__u32 k;
+	long i;
 
 	if (!t)
 		return 0;
-	e = ts_entry_of(t);
+	i = ts_own_index(t);
+	if (i < 0)
+		return 0;
+	k = i;
+	e = bpf_map_lookup_elem(&entries, &k);
 	if (!e)
 		return 0;
 	state = ts_state_of(t);
@@ -782,6 +819,7 @@ SEC("iter/task")
 int ts_leave(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ts_iter_task(ctx);
+	struct taskstate_map_entry *e;
 	__u32 tid, k, *hint;
 	__u64 *owner;
 	char c = 'u';
@@ -789,18 +827,21 @@ int ts_leave(struct bpf_iter__task *ctx)
 
 	if (!t)
 		return 0;
-	i = ts_index_of(t);
+	i = ts_own_index(t);
 	if (i < 0)
 		return 0;
 	k = i;
-	tid = t->pid;
 	owner = bpf_map_lookup_elem(&owners, &k);
-	hint = bpf_map_lookup_elem(&hints, &tid);
-	if (!owner || !hint)
+	e = bpf_map_lookup_elem(&entries, &k);
+	if (!owner || !e)
 		return 0;
 	ts_set_inherit(i, 0);
 	*owner = (__u64)t + 1;
-	__sync_val_compare_and_swap(hint, k + 1, 0);
+	/* The entry's tid: the task's may be mid-exec (ts_exec()). */
+	tid = e->tid;
+	hint = bpf_map_lookup_elem(&hints, &tid);
+	if (hint)
+		__sync_val_compare_and_swap(hint, k + 1, 0);
 	bpf_seq_write(ctx->meta->seq, &c, 1);
 	return 0;
 }

@@ -12,6 +12,7 @@
  * and it opens only there (EPERM).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -499,8 +500,10 @@ static int attach_probes(void)
 /*
  * ... and detached by the UNTRACK that leaves no entry taken, events
  * first.  No entry taken: no tracked task, so no claim can come (a claim
- * needs a tracked creator).  A table that empties by exits keeps them
- * attached until the next UNTRACK.
+ * needs a tracked creator).  All but the free, ts_free, which stays
+ * attached from the load (not in the scheduler's paths): an entry a fork
+ * claimed while the entries were counted is still given back.  A table
+ * that empties by exits keeps them attached until the next UNTRACK.
  */
 static void detach_probes_if_idle(const struct ts_bpf_view *v)
 {
@@ -509,7 +512,7 @@ static void detach_probes_if_idle(const struct ts_bpf_view *v)
 
 	if (v->cfg.track_all || count_tracked(v))
 		return;
-	for (i = TS_BPF_NR_PROBES; i-- > 0;) {
+	for (i = TS_BPF_NR_PROBES; i-- > 1;) {
 		snprintf(path, sizeof(path), "%s/links/%s", TS_BPF_PIN_DIR, ts_probes[i]);
 		unlink(path);
 	}
@@ -521,11 +524,11 @@ static void detach_probes_if_idle(const struct ts_bpf_view *v)
  * an exclusive flock() of the pin directory: one call at a time, and none
  * during a load.
  */
-static int run_two_passes(const struct ts_bpf_view *v, bool track,
+static int run_two_passes(const struct ts_bpf_view *v, bool track, bool kin,
 			  unsigned int id, bool process, unsigned int counts[3])
 {
-	const char *first = track ? process ? TS_BPF_PROG_CLAIM_KIN :
-					      TS_BPF_PROG_CLAIM_ONE :
+	const char *first = track ? kin ? TS_BPF_PROG_CLAIM_KIN :
+					  TS_BPF_PROG_CLAIM_ONE :
 				    TS_BPF_PROG_LEAVE;
 	const char *second = track ? TS_BPF_PROG_FIRST_WORD : TS_BPF_PROG_UNTRACK;
 	int lock, ret;
@@ -535,6 +538,12 @@ static int run_two_passes(const struct ts_bpf_view *v, bool track,
 		return -errno;
 	if (flock(lock, LOCK_EX)) {
 		ret = -errno;
+		goto out;
+	}
+	/* Sure of the grace period before anything changes (nohz_full: no). */
+	ret = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	if (ret < 0 || !(ret & MEMBARRIER_CMD_GLOBAL)) {
+		ret = ret < 0 ? -errno : -EOPNOTSUPP;
 		goto out;
 	}
 	/* Attached before the claims: the grace period covers both. */
@@ -582,6 +591,51 @@ static bool exists(unsigned int id, bool process)
 }
 
 /*
+ * A process's threads as /proc lists them now, each one TRACK or UNTRACK
+ * left as it should not be (tracked or not), put right one at a time.
+ * The process iterator of 6.1 stops early when the thread it last
+ * visited is reaped meanwhile, and a thread that a tracked thread's fork
+ * was creating during an UNTRACK gets its entry after the UNTRACK passed
+ * it.  A few rounds: threads keep coming only while the process keeps
+ * making them.
+ */
+static int settle_process(const struct ts_bpf_view *v, bool track,
+			  unsigned int pid, unsigned int counts[3])
+{
+	struct taskstate_entry got;
+	char path[40];
+	struct dirent *d;
+	int round, wrong, ret = 0;
+	unsigned long tid;
+	long i;
+	DIR *dir;
+
+	for (round = 0; round < 4; round++) {
+		snprintf(path, sizeof(path), "/proc/%u/task", pid);
+		dir = opendir(path);
+		if (!dir)
+			return 0;	/* gone: nothing left to put right */
+		wrong = 0;
+		while (!ret && (d = readdir(dir))) {
+			tid = strtoul(d->d_name, NULL, 10);
+			if (!tid)
+				continue;
+			i = index_of(v, tid);
+			if ((i >= 0 && read_entry(v, i, &got, NULL) &&
+			     got.tid == tid) == track)
+				continue;
+			wrong++;
+			/* A thread of a tracked process passes it on. */
+			ret = run_two_passes(v, track, true, tid, false, counts);
+		}
+		closedir(dir);
+		if (ret || !wrong)
+			return ret;
+	}
+	return 0;
+}
+
+/*
  * TRACK (track) or UNTRACK: the thread, or the process's threads.  TRACK
  * also marks their entries to pass tracking on to their new threads and
  * children; UNTRACK clears that.  Errors as the module's: ESRCH no such
@@ -602,7 +656,9 @@ static int track_call(int fd, bool track, unsigned int id, bool process,
 		return ret;
 	if (!exists(id, process))
 		return -ESRCH;
-	ret = run_two_passes(v, track, id, process, counts);
+	ret = run_two_passes(v, track, process, id, process, counts);
+	if (!ret && process)
+		ret = settle_process(v, track, id, counts);
 	if (ret)
 		return ret;
 	if (track && !counts[0])
