@@ -525,12 +525,14 @@ static void detach_probes_if_idle(const struct ts_bpf_view *v)
  * during a load.
  */
 static int run_two_passes(const struct ts_bpf_view *v, bool track, bool kin,
-			  unsigned int id, bool process, unsigned int counts[3])
+			  const unsigned int *ids, unsigned int n, bool process,
+			  unsigned int counts[3])
 {
 	const char *first = track ? kin ? TS_BPF_PROG_CLAIM_KIN :
 					  TS_BPF_PROG_CLAIM_ONE :
 				    TS_BPF_PROG_LEAVE;
 	const char *second = track ? TS_BPF_PROG_FIRST_WORD : TS_BPF_PROG_UNTRACK;
+	unsigned int unused[3] = { 0 }, k;
 	int lock, ret;
 
 	lock = open(TS_BPF_PIN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -548,15 +550,13 @@ static int run_two_passes(const struct ts_bpf_view *v, bool track, bool kin,
 	}
 	/* Attached before the claims: the grace period covers both. */
 	ret = track ? attach_probes() : 0;
-	if (!ret)
-		ret = run_pass(first, id, process, counts);
+	for (k = 0; !ret && k < n; k++)
+		ret = run_pass(first, ids[k], process, counts);
+	/* One grace period for all of them. */
 	if (!ret && syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0))
 		ret = -errno;
-	if (!ret) {
-		unsigned int unused[3] = { 0 };
-
-		ret = run_pass(second, id, process, unused);
-	}
+	for (k = 0; !ret && k < n; k++)
+		ret = run_pass(second, ids[k], process, unused);
 	if (!track)
 		detach_probes_if_idle(v);
 out:
@@ -602,11 +602,11 @@ static bool exists(unsigned int id, bool process)
 static int settle_process(const struct ts_bpf_view *v, bool track,
 			  unsigned int pid, unsigned int counts[3])
 {
-	struct taskstate_entry got;
+	unsigned int wrong[256], n;
 	char path[40];
 	struct dirent *d;
-	int round, wrong, ret = 0;
 	unsigned long tid;
+	int round, ret;
 	long i;
 	DIR *dir;
 
@@ -615,21 +615,24 @@ static int settle_process(const struct ts_bpf_view *v, bool track,
 		dir = opendir(path);
 		if (!dir)
 			return 0;	/* gone: nothing left to put right */
-		wrong = 0;
-		while (!ret && (d = readdir(dir))) {
+		n = 0;
+		while (n < sizeof(wrong) / sizeof(wrong[0]) && (d = readdir(dir))) {
 			tid = strtoul(d->d_name, NULL, 10);
 			if (!tid)
 				continue;
+			/* Has an entry (maybe no word yet: a new thread). */
 			i = index_of(v, tid);
-			if ((i >= 0 && read_entry(v, i, &got, NULL) &&
-			     got.tid == tid) == track)
+			if ((i >= 0 && (__atomic_load_n(&v->entries[i].gen, __ATOMIC_ACQUIRE) & 1) &&
+			     __atomic_load_n(&v->entries[i].tid, __ATOMIC_RELAXED) == tid) == track)
 				continue;
-			wrong++;
-			/* A thread of a tracked process passes it on. */
-			ret = run_two_passes(v, track, true, tid, false, counts);
+			wrong[n++] = tid;
 		}
 		closedir(dir);
-		if (ret || !wrong)
+		if (!n)
+			return 0;
+		/* A thread of a tracked process passes it on (kin). */
+		ret = run_two_passes(v, track, true, wrong, n, false, counts);
+		if (ret)
 			return ret;
 	}
 	return 0;
@@ -656,7 +659,7 @@ static int track_call(int fd, bool track, unsigned int id, bool process,
 		return ret;
 	if (!exists(id, process))
 		return -ESRCH;
-	ret = run_two_passes(v, track, process, id, process, counts);
+	ret = run_two_passes(v, track, process, &id, 1, process, counts);
 	if (!ret && process)
 		ret = settle_process(v, track, id, counts);
 	if (ret)

@@ -218,6 +218,47 @@ bpf_run() {	# 1: the suites too
 		sh -c "'$T' bpf status | grep -qx 'attached 0' &&
 		       '$T' bpf status | grep -qx 'threads 0'"
 	kill $parent2 $late $child $other 2>/dev/null
+	# A process whose threads come and go while it is tracked and
+	# untracked (6.1's process iterator stops at a thread reaped under
+	# it; a fork in flight gets its entry after UNTRACK passed it): its
+	# long-lived threads all tracked, then none.  python3: the host's,
+	# amd64 guests only.
+	if command -v python3 > /dev/null; then
+		python3 -c '
+import threading, time
+def idle():
+    while True:
+        time.sleep(1)
+for _ in range(8):
+    threading.Thread(target=idle, daemon=True).start()
+print(" ".join(str(t.native_id) for t in threading.enumerate()[1:]), flush=True)
+while True:
+    ts = [threading.Thread(target=lambda: None) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    time.sleep(0.002)
+' > "$TS_OUT/bpf-churn" &
+		churner=$!
+		sleep 1
+		"$T" track -p $churner
+		sleep 0.3
+		missing=0
+		for tid in $(cat "$TS_OUT/bpf-churn") $churner; do
+			listed $tid || missing=$((missing + 1))
+		done
+		check "track -p of a process churning threads: its 9 long-lived threads all tracked" \
+			[ $missing = 0 ]
+		"$T" untrack -p $churner
+		sleep 0.3
+		check "untrack -p of it: none of its threads left tracked" \
+			sh -c "[ \"\$('$T' show -p $churner | wc -l)\" = 1 ]"
+		kill $churner
+		wait $churner 2>/dev/null
+	else
+		skip "track and untrack of a process churning threads" "no python3 in this guest"
+	fi
 	check "unload (--track-all 0)" "$T" bpf unload
 	"$T" bpf status > /dev/null
 	rc=$?
