@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -203,11 +204,14 @@ int taskstate_open(void)
 	return fd;
 }
 
+/* Asked of the fd itself (ts_is_bpf() assumes the module until a BPF open). */
 const char *taskstate_backend(int fd)
 {
-	int bpf = ts_is_bpf(fd);
+	struct stat st;
 
-	return bpf < 0 ? NULL : bpf ? "bpf" : "module";
+	if (fstat(fd, &st))
+		return NULL;
+	return S_ISCHR(st.st_mode) ? "module" : "bpf";
 }
 
 void taskstate_close(int fd)
@@ -218,9 +222,8 @@ void taskstate_close(int fd)
 
 int taskstate_info(int fd, struct taskstate_info *info)
 {
-	int64_t rt_minus_boot;
-
 	int bpf = ts_is_bpf(fd), ret;
+	int64_t rt_minus_boot;
 
 	memset(info, 0, sizeof(*info));
 	info->size = sizeof(*info);

@@ -126,11 +126,17 @@ static void test_device_errors(void)
 
 	setenv("TASKSTATE_DEV", "", 1);
 	CHECK_STR(taskstate_dev_path(), TASKSTATE_DEV_PATH);
+	/* Neither the device nor the BPF backend's pins on this host. */
+	if (access(TASKSTATE_DEV_PATH, F_OK) && access("/sys/fs/bpf/taskstate", F_OK))
+		CHECK(taskstate_open() == -ENOENT);
 
 	/* /dev/null opens but knows no ioctl. */
 	setenv("TASKSTATE_DEV", "/dev/null", 1);
 	fd = taskstate_open();
 	CHECK(fd >= 0);
+	/* A character device: the module's kind of fd; a closed one: NULL. */
+	CHECK_STR(taskstate_backend(fd), "module");
+	CHECK(taskstate_backend(-1) == NULL);
 	CHECK(taskstate_info(fd, &info) == -ENOTTY);
 	CHECK(info.size == sizeof(info));
 	CHECK(taskstate_track(fd, 1, true, NULL) == -ENOTTY);
