@@ -209,25 +209,19 @@ fail:
 }
 
 /*
- * Is this process in the initial pid namespace?  /proc/self/status's
- * NSpid has one pid per level: one there.  (Where /proc is another
- * namespace's, its own view: mounted for that namespace, it says so.)
+ * Is this process in the initial pid namespace?  That namespace's nsfs
+ * inode number is fixed (PROC_PID_INIT_INO, 0xEFFFFFFC, in
+ * include/linux/proc_ns.h), whichever procfs this process sees: a
+ * container's own /proc would make /proc/self/status's NSpid look like
+ * the initial namespace's.
  */
+#define TS_PROC_PID_INIT_INO	0xEFFFFFFCU
+
 static bool in_initial_pid_ns(void)
 {
-	char line[256];
-	bool one = true;
-	FILE *f = fopen("/proc/self/status", "re");
+	struct stat st;
 
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "NSpid:", 6)) {
-			one = !strchr(line + 7, '\t') && !strchr(line + 7, ' ');
-			break;
-		}
-	fclose(f);
-	return one;
+	return !stat("/proc/self/ns/pid", &st) && st.st_ino == TS_PROC_PID_INIT_INO;
 }
 
 int ts_bpf_open(void)

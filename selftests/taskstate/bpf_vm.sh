@@ -165,6 +165,20 @@ bpf_run() {	# 1: the suites too
 		cat "$TS_OUT/bpf-err"
 	rm -rf "$d"
 
+	# Its tids are the initial pid namespace's: the library refuses
+	# (EPERM) in any other, with or without a /proc of its own.
+	if unshare --help 2>&1 | grep -q -- --mount-proc; then
+		for opt in "" --mount-proc; do
+			unshare -p -f $opt "$T" info > /dev/null 2> "$TS_OUT/bpf-err"
+			rc=$?
+			check "in a new pid namespace${opt:+ with its own /proc}: refused (EPERM)" \
+				sh -c "[ $rc = 1 ] && grep -q 'Operation not permitted' '$TS_OUT/bpf-err'" ||
+				cat "$TS_OUT/bpf-err"
+		done
+	else
+		skip "in a new pid namespace: refused" "no util-linux unshare in this guest"
+	fi
+
 	# The suites, over the library's BPF backend: the /proc letter and
 	# schedstat oracles, the totals, the mapping.  What only the module
 	# has, they skip, saying so.
