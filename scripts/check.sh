@@ -480,7 +480,8 @@ job_bench() {
 # The counted cost of tracking, the module's and the BPF backend's (every
 # thread, and nothing, tracked): one boot, three TAP lines.
 job_count() {
-	local line desc n=0
+	# Not n: pass() and fail() count their TAP lines in it (lib.sh's ok()).
+	local line desc results=0
 	"$top/scripts/count.sh" --guard > "$build/count-guard.log" 2>&1
 	while read -r line; do
 		desc=$(echo "$line" | sed -E 's/^(not )?ok ([0-9]+ |- )//')
@@ -488,11 +489,11 @@ job_count() {
 		ok*) pass "$desc" ;;
 		*) fail "$desc" ;;
 		esac
-		n=$((n + 1))
+		results=$((results + 1))
 	done < <(grep -E '^(not )?ok ([0-9]+ |- )counted' "$build/count-guard.log")
-	if [ $n != 3 ]; then
+	if [ $results != 3 ]; then
 		tail -n 20 "$build/count-guard.log"
-		fail "counted pipe guard: $n results of 3 (log: $build/count-guard.log)"
+		fail "counted pipe guard: $results results of 3 (log: $build/count-guard.log)"
 	fi
 }
 
