@@ -76,12 +76,12 @@ static const char *const probe_pins[TS_BPF_NR_PROBES] = TS_BPF_PROBES;
 /* The iter/task programs the library runs (TRACK, UNTRACK). */
 static const char *const prog_pins[] = {
 	TS_BPF_PROG_CLAIM_ONE, TS_BPF_PROG_CLAIM_KIN, TS_BPF_PROG_FIRST_WORD,
-	TS_BPF_PROG_LEAVE, TS_BPF_PROG_UNTRACK,
+	TS_BPF_PROG_LEAVE, TS_BPF_PROG_UNTRACK, TS_BPF_PROG_JOIN,
 };
 
 static const char *const map_pins[] = {
 	TS_BPF_ENTRIES, TS_BPF_HINTS, TS_BPF_TGIDS, TS_BPF_OWNERS, TS_BPF_TASKS,
-	TS_BPF_SPARE, TS_BPF_CONFIG, TS_BPF_STATS,
+	TS_BPF_SPARE, TS_BPF_CONFIG, TS_BPF_STATS, TS_BPF_RECS, TS_BPF_MEMBS,
 };
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
@@ -221,7 +221,8 @@ static int grace_period(void)
 
 /*
  * The snapshot of every existing task, with track_all: TRACK's two
- * passes (taskstate.bpf.c) over every task, a grace period between.
+ * passes (taskstate.bpf.c) over every task, a grace period between,
+ * then its last, which makes the records.
  */
 static int run_snapshot(struct taskstate_bpf *skel)
 {
@@ -231,6 +232,8 @@ static int run_snapshot(struct taskstate_bpf *skel)
 		ret = grace_period();
 	if (!ret)
 		ret = run_iter(skel->progs.ts_first_word);
+	if (!ret)
+		ret = run_iter(skel->progs.ts_join);
 	return ret;
 }
 
@@ -240,10 +243,11 @@ static void probes_of(struct taskstate_bpf *skel,
 {
 	progs[0] = skel->progs.ts_free;
 	progs[1] = skel->progs.ts_exec;
-	progs[2] = skel->progs.ts_newtask;
-	progs[3] = skel->progs.ts_wakeup_new;
-	progs[4] = skel->progs.ts_wakeup;
-	progs[5] = skel->progs.ts_switch;
+	progs[2] = skel->progs.ts_exit;
+	progs[3] = skel->progs.ts_newtask;
+	progs[4] = skel->progs.ts_wakeup_new;
+	progs[5] = skel->progs.ts_wakeup;
+	progs[6] = skel->progs.ts_switch;
 }
 
 /* Every program, for the library: the iterators, the tracepoint ones. */
@@ -252,7 +256,7 @@ static int pin_progs(struct taskstate_bpf *skel)
 	struct bpf_program *progs[] = {
 		skel->progs.ts_claim_one, skel->progs.ts_claim_kin,
 		skel->progs.ts_first_word, skel->progs.ts_leave,
-		skel->progs.ts_untrack,
+		skel->progs.ts_untrack, skel->progs.ts_join,
 	};
 	struct bpf_program *probes[TS_BPF_NR_PROBES];
 	char path[PATH_MAX];
@@ -279,14 +283,15 @@ static int pin_progs(struct taskstate_bpf *skel)
 }
 
 /*
- * Nothing in user space writes the entries, hints or tgids again: frozen,
- * so that no fd may map them writable or update them (the programs still
- * write them).
+ * Nothing in user space writes the entries, hints, tgids, recs or membs
+ * again: frozen, so that no fd may map them writable or update them (the
+ * programs still write them).
  */
 static int freeze_maps(struct taskstate_bpf *skel)
 {
 	struct bpf_map *maps[] = {
 		skel->maps.entries, skel->maps.hints, skel->maps.tgids,
+		skel->maps.recs, skel->maps.membs,
 	};
 	unsigned int i;
 
@@ -302,7 +307,7 @@ static int pin_maps(struct taskstate_bpf *skel)
 		skel->maps.entries, skel->maps.hints, skel->maps.tgids,
 		skel->maps.owners,
 		skel->maps.tasks, skel->maps.spare, skel->maps.config,
-		skel->maps.stats,
+		skel->maps.stats, skel->maps.recs, skel->maps.membs,
 	};
 	char path[PATH_MAX];
 	unsigned int i;
@@ -460,6 +465,8 @@ static int cmd_load(int argc, char **argv)
 	bpf_map__set_max_entries(skel->maps.inherit, cfg.max_threads);
 	bpf_map__set_max_entries(skel->maps.tasks, cfg.max_threads);
 	bpf_map__set_max_entries(skel->maps.spare, cfg.max_threads);
+	bpf_map__set_max_entries(skel->maps.recs, cfg.max_threads);
+	bpf_map__set_max_entries(skel->maps.membs, cfg.max_threads);
 	bpf_map__set_max_entries(skel->maps.hints, cfg.max_tid);
 	ret = taskstate_bpf__load(skel);
 	if (ret) {

@@ -94,10 +94,20 @@ struct task_struct {
 	int pid;
 	int tgid;
 	unsigned int policy;
+	unsigned int flags;
 	__u64 start_boottime;
 	struct sched_entity se;
 	struct sched_info sched_info;
 	bool is_blocked;		/* 7.2+ */
+	struct task_struct *real_parent;
+	struct task_struct *group_leader;
+	struct signal_struct *signal;
+} __attribute__((preserve_access_index));
+
+struct signal_struct {
+	struct {
+		int counter;
+	} live;
 } __attribute__((preserve_access_index));
 
 
@@ -176,6 +186,23 @@ struct {
 	__uint(max_entries, 1);
 } spare SEC(".maps");
 
+/* Process records, at their leader's index, and who counts in which. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct ts_bpf_rec);
+	__uint(max_entries, 1);
+} recs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct ts_bpf_memb);
+	__uint(max_entries, 1);
+} membs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
@@ -202,6 +229,17 @@ const volatile bool ts_weak_order;
 
 /* Set by the loader: track every thread (true), or what TRACK asks. */
 const volatile bool ts_track_all = true;
+
+/*
+ * smp_rmb(), as an atomic on a dummy: BPF has no barrier instruction, and
+ * a fetching atomic is a full barrier in both JITs (ts_gen_bump()).
+ */
+static __u64 ts_fence_word;
+
+static __always_inline void ts_rmb(void)
+{
+	__sync_val_compare_and_swap(&ts_fence_word, 0, 0);
+}
 
 static __always_inline void ts_count(__u32 stat)
 {
@@ -522,6 +560,369 @@ static __always_inline long ts_own_index(struct task_struct *t)
 }
 
 /*
+ * Process records (uapi "DOC: Process totals"; lib/taskstate-bpf.h's
+ * struct ts_bpf_rec and struct ts_bpf_memb), the module's, with these
+ * differences (docs/design.md, "Two backends"):
+ *  - a thread's totals move into its record's exited_ns at its exit
+ *    (sched_process_exit), not at its free: its time from there to its
+ *    death is in no total, as the module leaves it out of children_ns;
+ *  - an answer never goes back from one PROCESS to the next in one
+ *    reading process (the library keeps the last), not across processes.
+ *
+ * A record is made (a compare and exchange of its start_ns from 0: one
+ * maker) and threads join it at task_newtask (a new task tracked: one
+ * that leads its group makes its own, a thread joins its leader's) and
+ * in TRACK's passes (ts_claim_iter(), ts_join).  A thread leaves it once
+ * (a compare and exchange of its rec_start), at its exit, its UNTRACK
+ * (ts_leave) or its free (if its exit did not: not attached then, or a
+ * join in flight).  The record ends (start_ns 0) when its leader is
+ * untracked or freed, or moves to the thread that takes the pid by an
+ * exec (ts_take_pid()).
+ */
+
+/* include/linux/sched.h, 6.1 to 7.2: set before sched_process_exit. */
+#define PF_EXITING		0x00000004
+
+/* Not a record's start: one being made, a thread joining one. */
+#define TS_REC_MAKING		1
+#define TS_MEMB_JOINING		2
+
+/* fetch-and-add that stays a full barrier (see ts_gen_bump()). */
+static __always_inline __u64 ts_add(__u64 *p, __u64 v)
+{
+	__u64 old = __sync_fetch_and_add(p, v);
+
+	asm volatile("" : : "r"(old));
+	return old;
+}
+
+/*
+ * Add v to a sum of thread time that stays at 2^64 - 1 once it gets
+ * there (uapi: it saturates; a reader may see it wrapped in between).
+ */
+static __always_inline void ts_add_sat(__u64 *p, __u64 v)
+{
+	__u64 old = ts_add(p, v);
+
+	if (old + v < old)
+		__sync_lock_test_and_set(p, ~0ULL);
+}
+
+/*
+ * module/table.c's ts_proc_totals(): entry e's totals up to now, its
+ * current state's time included unless it is dead, into t.  False for an
+ * entry with no word yet.  The word is read before the totals: a writer
+ * adds to a total before it stores the word (ts_set()), so totals a
+ * change already moved past the word's since-time count its current
+ * state from there, not twice.
+ */
+static __always_inline bool ts_totals_now(struct taskstate_map_entry *e,
+					  __u64 now, __u64 t[TASKSTATE_MAP_NR_TOTALS])
+{
+	__u64 word = TS_READ(e->word), start, ahead, since, age;
+	unsigned int total;
+	int k;
+
+	ts_rmb();
+	start = TS_READ(e->start_ns);
+	ahead = start;
+	for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++) {
+		t[k] = TS_READ(e->state_ns[k]);
+		ahead += t[k];
+	}
+	if (!word)
+		return false;
+	since = taskstate_since_ns(word);
+	ahead &= TASKSTATE_TIME_MASK;
+	if (start && (__s64)(ahead - since) > 0)
+		since = ahead;
+	if (taskstate_state(word) == TASKSTATE_DEAD)
+		return true;
+	total = taskstate_total_of(taskstate_state(word));
+	age = taskstate_age_ns(since, now);
+	for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++)
+		if (k == total)
+			t[k] += age;
+	return true;
+}
+
+/* The record thread m counts in, and its start_ns, or NULL. */
+static __always_inline struct ts_bpf_rec *ts_memb_rec(struct ts_bpf_memb *m,
+						      __u64 *rs)
+{
+	__u64 start = TS_READ(m->rec_start);
+	__u32 ri = TS_READ(m->rec);
+	struct ts_bpf_rec *r;
+
+	if (start <= TS_MEMB_JOINING)
+		return NULL;
+	r = bpf_map_lookup_elem(&recs, &ri);
+	if (!r || TS_READ(r->start_ns) != start)
+		return NULL;
+	*rs = start;
+	return r;
+}
+
+/* Later than every record's start before (uapi start_ns). */
+static __u64 ts_last_start;
+
+/*
+ * A new record at index li, empty, or NULL if one is there or being made
+ * (its maker then joins the threads it can; TRACK's last pass, ts_join,
+ * the rest).  Its start_ns is written last.
+ */
+static __always_inline struct ts_bpf_rec *ts_rec_new(__u32 li, __u64 now)
+{
+	struct ts_bpf_rec *r = bpf_map_lookup_elem(&recs, &li);
+	__u64 last, start = now;
+	int k, tries;
+
+	if (!r || __sync_val_compare_and_swap(&r->start_ns, 0, TS_REC_MAKING))
+		return NULL;
+	for (tries = 0; tries < 8; tries++) {
+		last = TS_READ(ts_last_start);
+		start = now > last ? now : last + 1;
+		if (__sync_val_compare_and_swap(&ts_last_start, last, start) == last)
+			break;
+	}
+	r->members = 0;
+	r->nr_exited = 0;
+	r->nr_children = 0;
+	r->parent_start_ns = 0;
+	r->ended = 0;
+	for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++) {
+		r->exited_ns[k] = 0;
+		r->children_ns[k] = 0;
+	}
+	__sync_lock_test_and_set(&r->start_ns, start);	/* after the rest */
+	return r;
+}
+
+/*
+ * The thread at index i leaves its record: its totals up to now, less
+ * its base, move into exited_ns.  Returns whether it was the record's
+ * last member.  folds_begun is bumped before it stops counting live and
+ * folds_done after its totals are in (lib/bpf.c's reader).
+ */
+static __always_inline bool ts_fold(__u32 i, __u64 now)
+{
+	struct ts_bpf_memb *m = bpf_map_lookup_elem(&membs, &i);
+	struct taskstate_map_entry *e = bpf_map_lookup_elem(&entries, &i);
+	__u64 t[TASKSTATE_MAP_NR_TOTALS] = {}, rs, left;
+	struct ts_bpf_rec *r;
+	int k;
+
+	if (!m || !e)
+		return false;
+	r = ts_memb_rec(m, &rs);
+	if (!r)
+		return false;
+	ts_add(&r->folds_begun, 1);
+	/* Still that record (not ended meanwhile), and this thread's leave. */
+	if (TS_READ(r->start_ns) != rs ||
+	    __sync_val_compare_and_swap(&m->rec_start, rs, 0) != rs) {
+		ts_add(&r->folds_done, 1);
+		return false;
+	}
+	if (ts_totals_now(e, now, t))
+		for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++)
+			ts_add_sat(&r->exited_ns[k],
+				   t[k] - (m->base_ns[k] < t[k] ? m->base_ns[k] : t[k]));
+	ts_add(&r->nr_exited, 1);
+	left = ts_add(&r->members, -1) - 1;
+	ts_add(&r->folds_done, 1);
+	return !left;
+}
+
+/*
+ * Process p's last thread exited (its signal's live count is 0) and its
+ * record r has no member left: it ends, added to the record of its
+ * parent (real_parent, a thread's is its leader's) if that has not ended
+ * (uapi children_ns), with its own children.  Once: the first to set
+ * ended adds it.
+ */
+static __always_inline void ts_rec_ended(struct task_struct *p, struct ts_bpf_rec *r)
+{
+	struct task_struct *parent = p->real_parent->group_leader;
+	struct ts_bpf_rec *pr;
+	__u64 ps, v, own;
+	long pi;
+	__u32 k;
+	int j;
+
+	if (__sync_val_compare_and_swap(&r->ended, 0, 1))
+		return;
+	pi = ts_own_index(parent);
+	if (pi < 0)
+		return;
+	k = pi;
+	pr = bpf_map_lookup_elem(&recs, &k);
+	if (!pr || pr == r)
+		return;
+	ps = TS_READ(pr->start_ns);
+	if (ps <= TS_MEMB_JOINING || TS_READ(pr->ended))
+		return;
+	for (j = 0; j < TASKSTATE_MAP_NR_TOTALS; j++) {
+		own = TS_READ(r->exited_ns[j]);
+		v = own + TS_READ(r->children_ns[j]);
+		ts_add_sat(&pr->children_ns[j], v < own ? ~0ULL : v);
+	}
+	ts_add(&pr->nr_children, 1 + TS_READ(r->nr_children));
+	TS_WRITE(r->parent_start_ns, ps);
+}
+
+/*
+ * Exiting thread p (tracked at index i, or -1) leaves its record, and if
+ * no thread of its process is live now (signal->live, which do_exit()
+ * lowers before sched_process_exit) and none counts in the record, the
+ * process has ended: whichever of its threads gets here last sees both.
+ */
+static __always_inline void ts_exiting(struct task_struct *p, long i, __u64 now)
+{
+	struct task_struct *leader = p->group_leader;
+	struct ts_bpf_rec *r;
+	__u32 k;
+
+	if (i >= 0)
+		ts_fold(i, now);
+	if (p->signal->live.counter)
+		return;
+	i = leader == p ? i : ts_own_index(leader);
+	if (i < 0)
+		return;
+	k = i;
+	r = bpf_map_lookup_elem(&recs, &k);
+	if (r && TS_READ(r->start_ns) > TS_MEMB_JOINING && !TS_READ(r->members))
+		ts_rec_ended(p, r);
+}
+
+/*
+ * Task t, at index i, joins record r (at index li) now: what its totals
+ * hold already stays out (base_ns).  Once: the first to mark its
+ * rec_start joining joins it.  A thread that began to exit meanwhile
+ * (its exit found it joining, and left it) leaves again at once.
+ */
+static __always_inline void ts_join_rec(struct task_struct *t, __u32 i, __u32 li,
+					struct ts_bpf_rec *r, __u64 now)
+{
+	struct ts_bpf_memb *m = bpf_map_lookup_elem(&membs, &i);
+	struct taskstate_map_entry *e = bpf_map_lookup_elem(&entries, &i);
+	__u64 base[TASKSTATE_MAP_NR_TOTALS] = {}, old, rs, start;
+	int k;
+
+	if (!m || !e || ts_memb_rec(m, &rs))
+		return;
+	old = TS_READ(m->rec_start);
+	if (old == TS_MEMB_JOINING ||
+	    __sync_val_compare_and_swap(&m->rec_start, old, TS_MEMB_JOINING) != old)
+		return;
+	start = TS_READ(r->start_ns);
+	if (start <= TS_MEMB_JOINING) {
+		TS_WRITE(m->rec_start, 0);
+		return;
+	}
+	ts_totals_now(e, now, base);
+	for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++)
+		m->base_ns[k] = base[k];
+	m->join_ns = now;
+	m->rec = li;
+	ts_add(&r->members, 1);
+	__sync_lock_test_and_set(&m->rec_start, start);
+	if (t->flags & PF_EXITING)
+		ts_exiting(t, i, now);
+}
+
+/*
+ * Task t, tracked at index i, joins its process's record if it counts in
+ * none: its own, made now, if it leads its group, else its leader's, if
+ * its leader is tracked (made now if it has none yet: a leader tracked is
+ * a leader with a record, as in the module).  Not once it exits.
+ */
+static __always_inline void ts_join_task(struct task_struct *t, __u32 i, __u64 now)
+{
+	struct task_struct *leader = t->group_leader;
+	struct ts_bpf_memb *m = bpf_map_lookup_elem(&membs, &i);
+	struct ts_bpf_rec *r, *made;
+	__u64 rs;
+	long l;
+	__u32 li;
+
+	if (!m || (t->flags & PF_EXITING) || ts_memb_rec(m, &rs))
+		return;
+	l = leader == t ? (long)i : ts_own_index(leader);
+	if (l < 0)
+		return;
+	li = l;
+	r = bpf_map_lookup_elem(&recs, &li);
+	if (!r)
+		return;
+	if (!TS_READ(r->start_ns)) {
+		made = ts_rec_new(li, now);
+		if (made)
+			ts_join_rec(leader, li, li, made, now);
+	}
+	if (li != i)
+		ts_join_rec(t, i, li, r, now);
+}
+
+/*
+ * Task t, tracked at index j, has its process's pid now: an exec's tid
+ * swap (de_thread()).  Its entry's tid and the pid's hint go with it,
+ * and so does the record of its old leader if it counts in it, as the
+ * module hands the record to it: the record first (its counts, under
+ * folds_begun and folds_done, then its thread), then the hint, then the
+ * old record ends, so that a PROCESS finds one or the other all along.
+ * Every other thread of the process has exited, and so left the record,
+ * before de_thread() returns.  A thread in no record (tracked alone) takes
+ * none, and the old one ends at the old leader's free.  From
+ * sched_process_exec, or earlier from the old leader's free.
+ */
+static __always_inline void ts_take_pid(struct task_struct *t, __u32 j)
+{
+	struct taskstate_map_entry *e = bpf_map_lookup_elem(&entries, &j);
+	struct ts_bpf_memb *m = bpf_map_lookup_elem(&membs, &j);
+	struct ts_bpf_rec *from = NULL, *to = bpf_map_lookup_elem(&recs, &j);
+	__u32 tid = t->pid, *hint = bpf_map_lookup_elem(&hints, &tid);
+	__u64 rs;
+	int k;
+
+	if (!e || !hint)
+		return;
+	if (m && to)
+		from = ts_memb_rec(m, &rs);
+	if (from == to ||
+	    (from && __sync_val_compare_and_swap(&to->start_ns, 0, TS_REC_MAKING)))
+		from = NULL;
+	if (from) {
+		ts_add(&to->folds_begun, 1);
+		to->members = TS_READ(from->members);
+		to->nr_exited = TS_READ(from->nr_exited);
+		to->nr_children = TS_READ(from->nr_children);
+		to->parent_start_ns = TS_READ(from->parent_start_ns);
+		to->ended = TS_READ(from->ended);
+		for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++) {
+			to->exited_ns[k] = TS_READ(from->exited_ns[k]);
+			to->children_ns[k] = TS_READ(from->children_ns[k]);
+		}
+		TS_WRITE(m->rec, j);
+		__sync_lock_test_and_set(&to->start_ns, rs);
+		ts_add(&to->folds_done, 1);
+	}
+	e->tid = tid;
+	__sync_lock_test_and_set(hint, j + 1);
+	if (from)
+		TS_WRITE(from->start_ns, 0);
+}
+
+/* sched_process_exit: current, p, is exiting (do_exit()). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ts_exit, struct task_struct *p)
+{
+	ts_exiting(p, ts_own_index(p), bpf_ktime_get_boot_ns());
+	return 0;
+}
+
+/*
  * task_newtask: every new task, from copy_process() once it cannot fail,
  * the creator being current.  Tracked with ts_track_all, else if its
  * creator is tracked with inheritance (a tracked process's new threads
@@ -531,20 +932,25 @@ static __always_inline long ts_own_index(struct task_struct *t)
 SEC("tp_btf/task_newtask")
 int BPF_PROG(ts_newtask, struct task_struct *task)
 {
+	struct taskstate_map_entry *e = NULL;
 	long i;
 	__u32 k, *in;
 
 	if (ts_track_all) {
-		ts_claim(task, 0);
-		return 0;
+		e = ts_claim(task, 0);
+	} else {
+		i = ts_index_of(bpf_get_current_task_btf());
+		if (i < 0)
+			return 0;
+		k = i;
+		in = bpf_map_lookup_elem(&inherit, &k);
+		if (in && *in)
+			e = ts_claim(task, 1);
 	}
-	i = ts_index_of(bpf_get_current_task_btf());
-	if (i < 0)
-		return 0;
-	k = i;
-	in = bpf_map_lookup_elem(&inherit, &k);
-	if (in && *in)
-		ts_claim(task, 1);
+	/* Its process's record: its own, if it leads a new process. */
+	i = e ? ts_own_index(task) : -1;
+	if (i >= 0)
+		ts_join_task(task, i, bpf_ktime_get_boot_ns());
 	return 0;
 }
 
@@ -560,11 +966,10 @@ int BPF_PROG(ts_newtask, struct task_struct *task)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(ts_exec, struct task_struct *p, int old_pid)
 {
-	__u32 tid = p->pid, from = old_pid, *ohint, *nhint, i;
-	struct taskstate_map_entry *e;
+	__u32 tid = p->pid, old = old_pid, *ohint, i;
 	long k;
 
-	if (tid == from)
+	if (tid == old)
 		return 0;
 	/* Through tasks: its hint is at the old tid, or already taken. */
 	k = ts_own_index(p);
@@ -578,13 +983,8 @@ int BPF_PROG(ts_exec, struct task_struct *p, int old_pid)
 		return 0;
 	}
 	i = k;
-	e = bpf_map_lookup_elem(&entries, &i);
-	ohint = bpf_map_lookup_elem(&hints, &from);
-	nhint = bpf_map_lookup_elem(&hints, &tid);
-	if (!e || !nhint)
-		return 0;
-	e->tid = tid;
-	*nhint = i + 1;
+	ts_take_pid(p, i);
+	ohint = bpf_map_lookup_elem(&hints, &old);
 	if (ohint)
 		__sync_val_compare_and_swap(ohint, i + 1, 0);
 	return 0;
@@ -601,6 +1001,7 @@ int BPF_PROG(ts_exec, struct task_struct *p, int old_pid)
 static __always_inline int ts_release(__u64 key, __u32 i, bool leaving_only)
 {
 	struct taskstate_map_entry *e;
+	struct ts_bpf_rec *rec;
 	__u32 tid, *hint;
 	__u64 *owner;
 	int k;
@@ -609,6 +1010,14 @@ static __always_inline int ts_release(__u64 key, __u32 i, bool leaving_only)
 	e = bpf_map_lookup_elem(&entries, &i);
 	if (!owner || !e || (*owner != key + 1 && (leaving_only || *owner != key)))
 		return 0;
+	/*
+	 * Out of its record (if its exit did not take it out), and the
+	 * record at its index ends: a leader's (uapi: with the process).
+	 */
+	ts_fold(i, bpf_ktime_get_boot_ns());
+	rec = bpf_map_lookup_elem(&recs, &i);
+	if (rec)
+		TS_WRITE(rec->start_ns, 0);
 	ts_set_inherit(i, 0);
 	tid = e->tid;
 	ts_gen_bump(&e->gen);	/* even, before the entry is emptied */
@@ -629,13 +1038,19 @@ static __always_inline int ts_release(__u64 key, __u32 i, bool leaving_only)
 /*
  * sched_process_free: from delayed_put_task_struct(), an RCU callback
  * after the task's last switch and after it was unhashed.  No probe can
- * be writing its entry: give it back (ts_release()).
+ * be writing its entry: give it back (ts_release()).  A leader whose
+ * group_leader is another task now was replaced by an exec (de_thread()):
+ * its record goes to that thread first, if it counts in it, which
+ * sched_process_exec may not have done yet.
  */
 SEC("tp_btf/sched_process_free")
 int BPF_PROG(ts_free, struct task_struct *p)
 {
+	struct task_struct *leader;
 	__u32 *ip, i, tid, *hint;
 	__u64 key = (__u64)p;
+	struct ts_bpf_rec *rec;
+	long j;
 
 	ip = bpf_map_lookup_elem(&tasks, &key);
 	if (ip) {
@@ -649,6 +1064,13 @@ int BPF_PROG(ts_free, struct task_struct *p)
 			return 0;
 		i = *hint - 1;
 	}
+	rec = bpf_map_lookup_elem(&recs, &i);
+	leader = p->group_leader;
+	if (rec && leader != p && TS_READ(rec->start_ns) > TS_MEMB_JOINING) {
+		j = ts_own_index(leader);
+		if (j >= 0)
+			ts_take_pid(leader, j);
+	}
 	ts_release(key, i, false);
 	return 0;
 }
@@ -659,15 +1081,13 @@ int BPF_PROG(ts_free, struct task_struct *p)
  * smp_rmb() there (an on_cpu seen clear before the on_rq and __state the
  * switch-out left).
  */
-static __u64 ts_fence_word;
-
 static __always_inline unsigned int ts_state_of(struct task_struct *t)
 {
 	unsigned int st;
 
 	if (ts_on_cpu(t))
 		return TASKSTATE_RUNNING;
-	__sync_val_compare_and_swap(&ts_fence_word, 0, 0);
+	ts_rmb();
 	st = t->__state;
 	if (st & TASK_NEW)
 		return TASKSTATE_NONE;
@@ -716,12 +1136,17 @@ static __always_inline struct task_struct *ts_iter_task(struct bpf_iter__task *c
 static __always_inline int ts_claim_iter(struct bpf_iter__task *ctx, __u32 kin)
 {
 	struct task_struct *t = ts_iter_task(ctx);
+	long i;
 	char c;
 
 	if (!t)
 		return 0;
 	/* 't': it has an entry (new, or had), 'F': not (counted). */
 	c = ts_claim(t, kin) ? 't' : 'F';
+	/* Into its process's record from now (ts_join_task()). */
+	i = c == 't' ? ts_own_index(t) : -1;
+	if (i >= 0)
+		ts_join_task(t, i, bpf_ktime_get_boot_ns());
 	bpf_seq_write(ctx->meta->seq, &c, 1);
 	return 0;
 }
@@ -766,7 +1191,7 @@ static __always_inline __u64 ts_since_estimate(struct task_struct *t,
 			cur->se.prev_sum_exec_runtime);
 	arrival = t->sched_info.last_arrival;
 	on_rq = state == TASKSTATE_RUNNABLE && ts_queued(t);
-	__sync_val_compare_and_swap(&ts_fence_word, 0, 0);	/* smp_rmb() */
+	ts_rmb();
 	if (state == TASKSTATE_RUNNABLE)
 		queued = t->sched_info.last_queued;
 	if (state == TASKSTATE_RUNNABLE && !queued &&
@@ -791,13 +1216,39 @@ static __always_inline __u64 ts_since_estimate(struct task_struct *t,
 	return since;
 }
 
+/*
+ * A first word dated back to since (the estimate) counts its state from
+ * there; the record the thread joined, at its claim, counts it from the
+ * join: the time between goes into its base (module/table.c's
+ * ts_snapshot()).  Returns what it added; undo takes that back (the
+ * first word was another's).
+ */
+static __always_inline __u64 ts_base_before_join(__u32 i, unsigned int state,
+						 __u64 since, __u64 undo)
+{
+	struct ts_bpf_memb *m = bpf_map_lookup_elem(&membs, &i);
+	unsigned int total = taskstate_total_of(state);
+	__u64 rs, d;
+	int k;
+
+	if (!m || !ts_memb_rec(m, &rs))
+		return 0;
+	d = undo ? -undo : TS_READ(m->join_ns) - since;
+	if (!undo && (__s64)d <= 0)
+		return 0;
+	for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++)
+		if (k == total)
+			ts_add(&m->base_ns[k], d);
+	return d;
+}
+
 SEC("iter/task")
 int ts_first_word(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ts_iter_task(ctx);
 	struct taskstate_map_entry *e;
 	unsigned int state;
-	__u64 since;
+	__u64 since, ahead;
 	__u32 k;
 	long i;
 
@@ -814,7 +1265,10 @@ int ts_first_word(struct bpf_iter__task *ctx)
 	if (state == TASKSTATE_NONE)
 		return 0;
 	since = ts_since_estimate(t, state, bpf_ktime_get_boot_ns());
-	ts_first(e, taskstate_pack(state, since));
+	/* Into the base before the word: no reader counts it meanwhile. */
+	ahead = ts_base_before_join(k, state, since, 0);
+	if (!ts_first(e, taskstate_pack(state, since)) && ahead)
+		ts_base_before_join(k, state, since, ahead);
 	return 0;
 }
 
@@ -823,6 +1277,7 @@ int ts_leave(struct bpf_iter__task *ctx)
 {
 	struct task_struct *t = ts_iter_task(ctx);
 	struct taskstate_map_entry *e;
+	struct ts_bpf_rec *rec;
 	__u32 tid, k, *hint;
 	__u64 *owner;
 	char c = 'u';
@@ -839,6 +1294,16 @@ int ts_leave(struct bpf_iter__task *ctx)
 	if (!owner || !e)
 		return 0;
 	ts_set_inherit(i, 0);
+	/*
+	 * Its record: a leader's ends (uapi: UNTRACK of the leader), before
+	 * its threads' passes; another thread's totals move into its
+	 * process's.
+	 */
+	rec = t->group_leader == t ? bpf_map_lookup_elem(&recs, &k) : NULL;
+	if (rec)
+		TS_WRITE(rec->start_ns, 0);
+	else
+		ts_fold(k, bpf_ktime_get_boot_ns());
 	*owner = (__u64)t + 1;
 	/* The entry's tid: the task's may be mid-exec (ts_exec()). */
 	tid = e->tid;
@@ -865,6 +1330,24 @@ int ts_untrack(struct bpf_iter__task *ctx)
 	/* Only what ts_leave() marked: not a thread claimed since. */
 	if (ts_release(key, *ip, true))
 		bpf_map_delete_elem(&tasks, &key);
+	return 0;
+}
+
+/*
+ * TRACK's last pass, after the first words: each tracked thread joins its
+ * process's record (ts_join_task()), from now.
+ */
+SEC("iter/task")
+int ts_join(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ts_iter_task(ctx);
+	long i;
+
+	if (!t)
+		return 0;
+	i = ts_own_index(t);
+	if (i >= 0)
+		ts_join_task(t, i, bpf_ktime_get_boot_ns());
 	return 0;
 }
 

@@ -23,5 +23,6 @@ int ts_bpf_list(int fd, unsigned int pid, struct taskstate_entry **out,
 		struct taskstate_totals **totals, uint32_t *n);
 int ts_bpf_mapping_open(int fd, struct taskstate_mapping *m);
 int ts_bpf_locate(int fd, struct taskstate_location *l, uint32_t n);
+int ts_bpf_process(int fd, unsigned int pid, struct taskstate_process *p);
 
 #endif /* LIBTASKSTATE_BACKEND_H */

@@ -7,15 +7,16 @@
  * device (backend.h) and answer from the mappings here.
  *
  * What the module does and this backend does not, and the errno each
- * says: PROCESS and EXITS (no process records) are EOPNOTSUPP; the tids
- * are the initial pid namespace's, as the module's privileged mapping's,
- * and it opens only there (EPERM).
+ * says: EXITS (no descriptor to log to: the backend's fd is a map's) is
+ * EOPNOTSUPP; the tids are the initial pid namespace's, as the module's
+ * privileged mapping's, and it opens only there (EPERM).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,8 @@ struct ts_bpf_view {
 	const struct taskstate_map_entry *entries;
 	const __u32 *hints;		/* element i at hints[i * STRIDE] */
 	const __u32 *tgids;		/* the same */
+	const struct ts_bpf_rec *recs;	/* indexed like entries */
+	const struct ts_bpf_memb *membs;
 	struct ts_bpf_config cfg;
 	__u32 map_id;			/* the entries map's */
 	size_t entries_size;
@@ -134,6 +137,10 @@ static void view_free(struct ts_bpf_view *v)
 		munmap((void *)v->hints, page_up((size_t)v->cfg.max_tid * TS_BPF_ARRAY_STRIDE));
 	if (v->tgids)
 		munmap((void *)v->tgids, page_up((size_t)v->cfg.max_threads * TS_BPF_ARRAY_STRIDE));
+	if (v->recs)
+		munmap((void *)v->recs, page_up((size_t)v->cfg.max_threads * sizeof(*v->recs)));
+	if (v->membs)
+		munmap((void *)v->membs, page_up((size_t)v->cfg.max_threads * sizeof(*v->membs)));
 	free(v);
 }
 
@@ -187,6 +194,13 @@ static int view_of(int fd, struct ts_bpf_view **out)
 	v->tgids = map_pinned(TS_BPF_TGIDS, page_up((size_t)v->cfg.max_threads * TS_BPF_ARRAY_STRIDE), &ret);
 	if (!v->tgids)
 		goto fail;
+	/* Not pinned by an older loader: then PROCESS alone is refused. */
+	v->recs = map_pinned(TS_BPF_RECS, page_up((size_t)v->cfg.max_threads * sizeof(*v->recs)), &ret);
+	if (v->recs)
+		v->membs = map_pinned(TS_BPF_MEMBS, page_up((size_t)v->cfg.max_threads * sizeof(*v->membs)), &ret);
+	if (!v->membs && ret != -ENOENT)
+		goto fail;
+	ret = 0;
 	/* The pins are still that load's (not unloaded and loaded again). */
 	cfd = obj_get(TS_BPF_ENTRIES, TS_BPF_MAP_OPEN);
 	if (cfd < 0) {
@@ -512,11 +526,15 @@ static void detach_probes_if_idle(const struct ts_bpf_view *v)
 	}
 }
 
+static long proc_tgid(unsigned int tid);
+
 /*
  * TRACK or UNTRACK: two passes, an RCU grace period between
  * (membarrier(MEMBARRIER_CMD_GLOBAL) is synchronize_rcu() in 6.1), under
  * an exclusive flock() of the pin directory: one call at a time, and none
- * during a load.
+ * during a load.  TRACK then joins the threads to their processes'
+ * records (ts_join): over the whole process where it tracked a process or
+ * a leader, whose threads tracked before it join its new record.
  */
 static int run_two_passes(const struct ts_bpf_view *v, bool track, bool kin,
 			  const unsigned int *ids, unsigned int n, bool process,
@@ -551,6 +569,9 @@ static int run_two_passes(const struct ts_bpf_view *v, bool track, bool kin,
 		ret = -errno;
 	for (k = 0; !ret && k < n; k++)
 		ret = run_pass(second, ids[k], process, unused);
+	for (k = 0; !ret && track && k < n; k++)
+		ret = run_pass(TS_BPF_PROG_JOIN, ids[k],
+			       process || proc_tgid(ids[k]) == ids[k], unused);
 	if (!track)
 		detach_probes_if_idle(v);
 out:
@@ -801,4 +822,250 @@ int ts_bpf_locate(int fd, struct taskstate_location *l, uint32_t n)
 		found++;
 	}
 	return found;
+}
+
+/* Not a record's start (taskstate.bpf.c): one being made. */
+#define TS_REC_MAKING	1
+
+/* A thread counted live: its entry, and its part of the totals. */
+struct ts_live {
+	long i;
+	__u64 ns[TASKSTATE_MAP_NR_TOTALS];
+};
+
+static int by_index(const void *a, const void *b)
+{
+	const struct ts_live *x = a, *y = b;
+
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/*
+ * The live threads of record li (started at start) that /proc/PID/task
+ * lists, each with its totals up to now less its base, into *out (sorted
+ * by entry, each once: a listing may repeat a thread).  Returns how many,
+ * or -errno.
+ */
+static long live_members(const struct ts_bpf_view *v, unsigned int pid, __u32 li,
+			 __u64 start, __u64 now, struct ts_live **out)
+{
+	struct ts_live *live = NULL, *nl;
+	size_t n = 0, room = 0, j, k;
+	struct taskstate_totals tt;
+	struct taskstate_entry got;
+	unsigned long tid;
+	char path[40];
+	struct dirent *d;
+	DIR *dir;
+	long i;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return -ESRCH;
+	while ((d = readdir(dir))) {
+		const struct ts_bpf_memb *m;
+		__u64 w;
+
+		tid = strtoul(d->d_name, NULL, 10);
+		i = tid ? index_of(v, tid) : -1;
+		if (i < 0)
+			continue;
+		m = &v->membs[i];
+		if (__atomic_load_n(&m->rec_start, __ATOMIC_ACQUIRE) != start ||
+		    __atomic_load_n(&m->rec, __ATOMIC_RELAXED) != li)
+			continue;
+		/* A word that kept changing: its share is left out, once. */
+		if (!read_entry(v, i, &got, &tt) || got.tid != tid)
+			continue;
+		if (n == room) {
+			room = room ? 2 * room : 64;
+			nl = realloc(live, room * sizeof(*live));
+			if (!nl) {
+				free(live);
+				closedir(dir);
+				return -ENOMEM;
+			}
+			live = nl;
+		}
+		w = got.word;
+		if (taskstate_state(w) != TASKSTATE_DEAD)
+			tt.state_ns[taskstate_total_of(taskstate_state(w))] +=
+				taskstate_age_ns(w, now);
+		live[n].i = i;
+		for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++) {
+			__u64 base = __atomic_load_n(&m->base_ns[k], __ATOMIC_RELAXED);
+
+			live[n].ns[k] = tt.state_ns[k] - (base < tt.state_ns[k] ? base : tt.state_ns[k]);
+		}
+		n++;
+	}
+	closedir(dir);
+	qsort(live, n, sizeof(*live), by_index);
+	for (j = k = 0; j < n; j++)
+		if (!k || live[k - 1].i != live[j].i)
+			live[k++] = live[j];
+	*out = live;
+	return k;
+}
+
+/*
+ * PROCESS (uapi "DOC: Process totals") from the records the programs keep
+ * (taskstate.bpf.c): the record at the leader's entry li, and its threads
+ * that still count live, found through /proc/PID/task and their membs
+ * element.  Each thread is counted once, live or exited:
+ *  1. no leave in flight (folds_begun == folds_done), the start;
+ *  2. the live threads, each with its totals;
+ *  3. the leaves since are done: the exited totals read now hold every
+ *     thread that left before here, and a thread counted live in 2 that
+ *     left since is dropped (its rec_start moved);
+ *  4. the threads counted are all the record's members (a listing that
+ *     missed one, a thread being made or in an exec's tid swap: again);
+ *  5. no leave began since 3 (folds_begun), and it is the same record.
+ * -EAGAIN where a check fails: the caller reads again.
+ */
+static int process_read(const struct ts_bpf_view *v, unsigned int pid,
+			__u32 li, struct taskstate_process *p)
+{
+	const struct ts_bpf_rec *r = &v->recs[li];
+	__u64 begun, done, start, now;
+	struct ts_live *live = NULL;
+	struct timespec ts;
+	long n, j, kept = 0;
+	unsigned int k;
+	int ret = -EAGAIN;
+
+	done = __atomic_load_n(&r->folds_done, __ATOMIC_ACQUIRE);
+	begun = __atomic_load_n(&r->folds_begun, __ATOMIC_ACQUIRE);
+	start = __atomic_load_n(&r->start_ns, __ATOMIC_ACQUIRE);
+	if (begun != done || start == TS_REC_MAKING)
+		return -EAGAIN;
+	if (!start)
+		return 0;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	now = (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	n = live_members(v, pid, li, start, now, &live);
+	if (n < 0)
+		return n;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	done = __atomic_load_n(&r->folds_done, __ATOMIC_ACQUIRE);
+	begun = __atomic_load_n(&r->folds_begun, __ATOMIC_ACQUIRE);
+	if (begun != done)
+		goto out;
+	for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++) {
+		p->exited_ns[k] = __atomic_load_n(&r->exited_ns[k], __ATOMIC_RELAXED);
+		p->children_ns[k] = __atomic_load_n(&r->children_ns[k], __ATOMIC_RELAXED);
+		p->state_ns[k] = p->exited_ns[k];
+	}
+	p->nr_exited = __atomic_load_n(&r->nr_exited, __ATOMIC_RELAXED);
+	p->nr_children = __atomic_load_n(&r->nr_children, __ATOMIC_RELAXED);
+	p->parent_start_ns = __atomic_load_n(&r->parent_start_ns, __ATOMIC_RELAXED);
+	for (j = 0; j < n; j++) {
+		if (__atomic_load_n(&v->membs[live[j].i].rec_start, __ATOMIC_RELAXED) != start)
+			continue;	/* left: in exited_ns now */
+		for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++) {
+			__u64 sum = p->state_ns[k] + live[j].ns[k];
+
+			p->state_ns[k] = sum < live[j].ns[k] ? ~0ULL : sum;
+		}
+		kept++;
+	}
+	if ((__u64)kept != __atomic_load_n(&r->members, __ATOMIC_RELAXED))
+		goto out;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&r->folds_begun, __ATOMIC_RELAXED) != begun ||
+	    __atomic_load_n(&r->start_ns, __ATOMIC_RELAXED) != start)
+		goto out;
+	p->nr_threads = kept;
+	p->valid = 1;
+	p->now_ns = now;
+	p->start_ns = start;
+	ret = 0;
+out:
+	free(live);
+	return ret;
+}
+
+/*
+ * The last answer for a few processes, so that the next one does not go
+ * back (a change stamped before a read may be stored after it): the
+ * module keeps one per record for every caller, this backend one per pid
+ * slot, in this process.
+ */
+#define TS_SHOWN_SLOTS	64
+static struct {
+	unsigned int pid;
+	__u64 start_ns, now_ns;
+	__u64 ns[TASKSTATE_MAP_NR_TOTALS];
+} ts_shown[TS_SHOWN_SLOTS];
+static char ts_shown_lock;
+
+static void process_not_back(struct taskstate_process *p)
+{
+	typeof(ts_shown[0]) *s = &ts_shown[p->pid % TS_SHOWN_SLOTS];
+	unsigned int k;
+
+	while (__atomic_test_and_set(&ts_shown_lock, __ATOMIC_ACQUIRE))
+		;
+	if (s->pid == p->pid && s->start_ns == p->start_ns) {
+		if (p->now_ns < s->now_ns)
+			p->now_ns = s->now_ns;
+		for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++)
+			if (p->state_ns[k] < s->ns[k])
+				p->state_ns[k] = s->ns[k];
+	}
+	s->pid = p->pid;
+	s->start_ns = p->start_ns;
+	s->now_ns = p->now_ns;
+	memcpy(s->ns, p->state_ns, sizeof(s->ns));
+	__atomic_clear(&ts_shown_lock, __ATOMIC_RELEASE);
+}
+
+/*
+ * Errors as the module's: ESRCH no such process (pid not a process's
+ * leader), EAGAIN its record kept changing under the reads for about a
+ * second (TS_PROCESS_TRIES).  p->valid 0: no record (its leader not
+ * tracked).  EOPNOTSUPP: a load without records (an older loader).
+ */
+#define TS_PROCESS_TRIES	1000
+int ts_bpf_process(int fd, unsigned int pid, struct taskstate_process *p)
+{
+	struct ts_bpf_view *v;
+	int ret = view_of(fd, &v), tries;
+	__u32 gen;
+	long i;
+
+	if (ret)
+		return ret;
+	/* Loaded by a taskstate-bpf older than the records. */
+	if (!v->recs || !v->membs)
+		return -EOPNOTSUPP;
+	if (!exists(pid, true))
+		return -ESRCH;
+	for (tries = 0; tries < TS_PROCESS_TRIES; tries++) {
+		i = index_of(v, pid);
+		if (i < 0)
+			return 0;
+		gen = __atomic_load_n(&v->entries[i].gen, __ATOMIC_ACQUIRE);
+		if (!(gen & 1) ||
+		    __atomic_load_n(&v->entries[i].tid, __ATOMIC_RELAXED) != pid ||
+		    __atomic_load_n(&v->tgids[i * STRIDE], __ATOMIC_RELAXED) != pid)
+			return 0;
+		ret = process_read(v, pid, i, p);
+		if (ret != -EAGAIN)
+			break;
+		/*
+		 * A leave in flight (a few instructions in a probe, or an
+		 * UNTRACK's iterator), a thread being made or listed, an
+		 * exec between its tid swap and its end: soon over.
+		 */
+		if (tries < 10)
+			sched_yield();
+		else
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	if (ret || !p->valid)
+		return ret;
+	process_not_back(p);
+	return 0;
 }

@@ -402,9 +402,15 @@ int taskstate_process(int fd, unsigned int pid, struct taskstate_process *p)
 {
 	int tries = 0, bpf = ts_is_bpf(fd);
 
-	/* The BPF backend keeps no process records. */
-	if (bpf)
-		return bpf < 0 ? bpf : -EOPNOTSUPP;
+	if (bpf) {
+		if (bpf < 0)
+			return bpf;
+		memset(p, 0, sizeof(*p));
+		p->size = sizeof(*p);
+		p->pid = pid;
+		bpf = ts_bpf_process(fd, pid, p);
+		return bpf ? bpf : p->valid ? 0 : -ENODATA;
+	}
 	do {
 		memset(p, 0, sizeof(*p));
 		p->size = sizeof(*p);

@@ -47,8 +47,9 @@ void taskstate_close(int fd);
  * Which backend fd belongs to: "module" (/dev/taskstate) or "bpf" (the
  * maps `taskstate bpf load` pinned, which taskstate_open() opens when
  * there is no device and $TASKSTATE_DEV is not set); NULL for a bad fd.
- * On the BPF backend PROCESS fails with -EOPNOTSUPP, and tids are the
- * initial pid namespace's (the library opens it only there).
+ * On the BPF backend tids are the initial pid namespace's (the library
+ * opens it only there), and there is no log of thread exits
+ * (TASKSTATE_IOC_EXITS).
  */
 const char *taskstate_backend(int fd);
 

@@ -27,6 +27,10 @@
  *           give the entry back when the task is freed, whatever its tid
  *           is by then (root-only)
  *  spare    stack of the free entry indices
+ *  recs     BPF_F_MMAPABLE array of struct ts_bpf_rec indexed like
+ *           entries: a process's record, at its leader's entry
+ *  membs    BPF_F_MMAPABLE array of struct ts_bpf_memb indexed like
+ *           entries: the record each thread counts in
  *  config   array of one struct ts_bpf_config
  *  stats    per-CPU array of __u64 counters, TS_BPF_STAT_*
  */
@@ -37,6 +41,8 @@
 #define TS_BPF_TASKS		"tasks"
 #define TS_BPF_SPARE		"spare"
 #define TS_BPF_CONFIG		"config"
+#define TS_BPF_RECS		"recs"
+#define TS_BPF_MEMBS		"membs"
 #define TS_BPF_STATS		"stats"
 
 /*
@@ -56,12 +62,50 @@ struct ts_bpf_config {
 };
 
 /*
+ * A process's record (uapi "DOC: Process totals"), at its leader's entry
+ * index in recs, valid while start_ns is not 0.  Its threads count in it
+ * through their membs element (below).  A thread leaving it (its exit,
+ * its free, its UNTRACK) folds its totals into exited_ns: folds_begun is
+ * bumped before, folds_done after, so that a reader that sees them equal
+ * before it reads, and folds_begun unchanged after, counted every thread
+ * once, live or exited (lib/bpf.c).  Written by the programs alone;
+ * readers map it read-only.
+ */
+struct ts_bpf_rec {
+	__u64 start_ns;		/* uapi start_ns; 0: no record here */
+	__u64 folds_begun;
+	__u64 folds_done;
+	__u64 members;		/* threads counting in it, not folded yet */
+	__u64 nr_exited;
+	__u64 exited_ns[TASKSTATE_MAP_NR_TOTALS];
+	__u64 children_ns[TASKSTATE_MAP_NR_TOTALS];
+	__u64 nr_children;
+	__u64 parent_start_ns;
+	__u64 ended;		/* its last thread exited: added to its parent */
+};
+
+/*
+ * The record a thread counts in: the one at index rec, while its
+ * start_ns is still rec_start (0: none); the thread's totals less base_ns
+ * (what they held when it joined, at join_ns, and the time before then
+ * that a first word dated back put in them) are its part.
+ */
+struct ts_bpf_memb {
+	__u64 rec_start;
+	__u32 rec;
+	__u32 __pad;
+	__u64 join_ns;
+	__u64 base_ns[TASKSTATE_MAP_NR_TOTALS];
+};
+
+/*
  * The iter/task programs TRACK and UNTRACK run, pinned as
  * TS_BPF_PIN_DIR "/progs/" name (taskstate.bpf.c says what each pass
  * does), one call at a time: the caller holds flock(LOCK_EX) on
  * TS_BPF_PIN_DIR.  Each writes a byte per thread it changed: 't' given
  * (or already had) an entry, 'F' not (full, or its tid too large), 'u'
- * left.
+ * left.  After TRACK's two passes, ts_join makes the records of the
+ * leaders it passes and joins the threads to them (writes nothing).
  */
 /*
  * The tracepoint programs, pinned there too, in the order they are
@@ -71,15 +115,16 @@ struct ts_bpf_config {
  * the first TRACK and detached by the UNTRACK that leaves no entry taken
  * (lib/bpf.c): nothing runs in the scheduler while nothing is tracked.
  */
-#define TS_BPF_PROBES { "ts_free", "ts_exec", "ts_newtask",		\
+#define TS_BPF_PROBES { "ts_free", "ts_exec", "ts_exit", "ts_newtask",	\
 			"ts_wakeup_new", "ts_wakeup", "ts_switch" }
-#define TS_BPF_NR_PROBES	6
+#define TS_BPF_NR_PROBES	7
 
 #define TS_BPF_PROG_CLAIM_ONE	"ts_claim_one"
 #define TS_BPF_PROG_CLAIM_KIN	"ts_claim_kin"
 #define TS_BPF_PROG_FIRST_WORD	"ts_first_word"
 #define TS_BPF_PROG_LEAVE	"ts_leave"
 #define TS_BPF_PROG_UNTRACK	"ts_untrack"
+#define TS_BPF_PROG_JOIN	"ts_join"
 
 /*
  * Counters, summed over the CPUs by `taskstate bpf status`.  A thread is

@@ -93,9 +93,13 @@ static void run_child(int gate, char **argv, const sigset_t *mask)
 	_exit(c == ENOENT ? 127 : 126);
 }
 
-/* TRACK of the program's process, with the log of exits for --per-thread. */
+/*
+ * TRACK of the program's process, with the log of exits for --per-thread
+ * (the module's: the BPF backend has no descriptor to log to).
+ */
 static int track_program(int fd, pid_t pid, bool per_thread)
 {
+	const char *backend = taskstate_backend(fd);
 	struct taskstate_track t = {
 		.size = sizeof(t),
 		.flags = TASKSTATE_TRACK_PROCESS |
@@ -103,6 +107,11 @@ static int track_program(int fd, pid_t pid, bool per_thread)
 		.id = pid,
 	};
 
+	if (backend && !strcmp(backend, "bpf")) {
+		if (per_thread)
+			return -EOPNOTSUPP;
+		return taskstate_track(fd, pid, true, NULL);
+	}
 	return ioctl(fd, TASKSTATE_IOC_TRACK, &t) < 0 ? -errno : 0;
 }
 
@@ -478,7 +487,9 @@ int run_run(int fd, const struct run_opts *o, char **argv)
 	sigaction(SIGQUIT, &ign, &oquit);
 	r.per_thread = o->per_thread;
 	ret = track_program(fd, pid, o->per_thread);
-	if (ret)
+	if (ret == -EOPNOTSUPP && o->per_thread)
+		fprintf(stderr, "taskstate run: --per-thread needs the module: the BPF backend logs no thread exits\n");
+	else if (ret)
 		fprintf(stderr, "taskstate run: cannot track %s: %s\n", argv[0],
 			strerror(-ret));
 	else if (write(gate[1], "x", 1) != 1)

@@ -183,7 +183,7 @@ bpf_run() {	# 1: the suites too
 	# schedstat oracles, the totals, the mapping.  What only the module
 	# has, they skip, saying so.
 	if [ "$suites" = 1 ]; then
-		for t in ts_states ts_totals ts_mmap ts_cli; do
+		for t in ts_states ts_totals ts_mmap ts_cli ts_proc; do
 			run "$TS_BIN/$t"
 		done
 		# The Prometheus pipeline needs the host's programs.
@@ -194,6 +194,15 @@ bpf_run() {	# 1: the suites too
 		fi
 	fi
 
+	# Process records: taskstate run's report (a second of sleep in a
+	# child of the program), and --per-thread's clear refusal.
+	"$T" run sh -c 'sleep 1 & wait' > /dev/null 2> "$TS_OUT/bpf-run"
+	check "taskstate run: a child's second of sleep in its children's row" \
+		awk '$1 == "their" { ok = $6 >= 1 && $6 < 30 } END { exit !ok }' "$TS_OUT/bpf-run"
+	"$T" run --per-thread true > /dev/null 2> "$TS_OUT/bpf-err"
+	rc=$?
+	check "taskstate run --per-thread: refused, saying the module logs exits" \
+		sh -c "[ $rc != 0 ] && grep -q 'needs the module' '$TS_OUT/bpf-err'"
 	check "taskstate bpf unload" "$T" bpf unload
 
 	# Only what TRACK asks: a process, its children too, and UNTRACK.

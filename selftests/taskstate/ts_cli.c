@@ -2505,7 +2505,6 @@ TEST_F_TIMEOUT(cli, run_counts_each_phase, 120)
 	char name[32];
 	size_t i;
 
-	TS_BPF_SKIP("process records (PROCESS), which taskstate run reports");
 
 	NEED_SETUP();
 	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
@@ -2559,7 +2558,6 @@ TEST_F_TIMEOUT(cli, run_counts_an_adopted_zombie_once, 120)
 	double running, base;
 	struct run r;
 
-	TS_BPF_SKIP("process records (PROCESS), which taskstate run reports");
 
 	NEED_SETUP();
 	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
@@ -2604,7 +2602,6 @@ TEST_F_TIMEOUT(cli, run_does_not_wait_for_a_daemon, 60)
 	uint64_t took;
 	struct run r;
 
-	TS_BPF_SKIP("process records (PROCESS), which taskstate run reports");
 
 	NEED_SETUP();
 	run_self(_metadata, self->cli, &r, false, "--leave-daemon");
@@ -2722,7 +2719,7 @@ TEST_F_TIMEOUT(cli, run_per_thread_itemizes_each_thread, 120)
 	char name[32];
 	size_t i;
 
-	TS_BPF_SKIP("process records (PROCESS), which taskstate run reports");
+	TS_BPF_SKIP("log of thread exits, which --per-thread itemizes (bpf_vm.sh checks its error)");
 
 	NEED_SETUP();
 	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))
@@ -2810,7 +2807,7 @@ TEST_F_TIMEOUT(cli, run_per_thread_misses_no_thread, 120)
 	struct run r;
 	int rows;
 
-	TS_BPF_SKIP("process records (PROCESS), which taskstate run reports");
+	TS_BPF_SKIP("log of thread exits, which --per-thread itemizes (bpf_vm.sh checks its error)");
 
 	NEED_SETUP();
 	if (!(self->info.map_flags & TASKSTATE_MAP_F_TOTALS))

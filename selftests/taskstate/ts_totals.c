@@ -633,8 +633,6 @@ TEST_F(totals, metrics_prometheus_text)
 	struct spinner idle;
 	FILE *f;
 
-	TS_BPF_SKIP("process records (PROCESS), which the metrics' seconds need");
-
 	if (!ts_bin_dir())
 		SKIP(return, "no taskstate command beside the test, and TS_BIN not set");
 	/* A directory of its own, so that ls below sees only this run's files. */

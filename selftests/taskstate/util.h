@@ -48,7 +48,7 @@ int ts_unprivileged_on(void);
 /*
  * Is the library answering from the BPF backend (no /dev/taskstate, the
  * backend's pins there)?  Tests of what only the module has (debugfs,
- * UNTRACK, PROCESS, the device's own ioctl and mmap rules) skip there,
+ * the log of exits, the device's own ioctl and mmap rules) skip there,
  * with TS_BPF_SKIP's reason.
  */
 bool ts_bpf_backend(void);
