@@ -571,7 +571,7 @@ static int run_two_passes(const struct ts_bpf_view *v, bool track, bool kin,
 		ret = run_pass(second, ids[k], process, unused);
 	for (k = 0; !ret && track && k < n; k++)
 		ret = run_pass(TS_BPF_PROG_JOIN, ids[k],
-			       process || proc_tgid(ids[k]) == ids[k], unused);
+			       process || proc_tgid(ids[k]) == (long)ids[k], unused);
 	if (!track)
 		detach_probes_if_idle(v);
 out:
