@@ -668,8 +668,10 @@ static __u64 ts_last_start;
 
 /*
  * A new record at index li, empty, or NULL if one is there or being made
- * (its maker then joins the threads it can; TRACK's last pass, ts_join,
- * the rest).  Its start_ns is written last.
+ * (its maker joins the leader; a thread that found it being made joins
+ * at TRACK's last pass, ts_join, or not at all if it came by
+ * task_newtask: then its time is missing from the record, a rare loss
+ * noted in docs/design.md).  Its start_ns is written last.
  */
 static __always_inline struct ts_bpf_rec *ts_rec_new(__u32 li, __u64 now)
 {
@@ -685,6 +687,8 @@ static __always_inline struct ts_bpf_rec *ts_rec_new(__u32 li, __u64 now)
 		if (__sync_val_compare_and_swap(&ts_last_start, last, start) == last)
 			break;
 	}
+	if (tries == 8)		/* still later than every start before */
+		start = ts_add(&ts_last_start, 1) + 1;
 	r->members = 0;
 	r->nr_exited = 0;
 	r->nr_children = 0;
@@ -700,38 +704,38 @@ static __always_inline struct ts_bpf_rec *ts_rec_new(__u32 li, __u64 now)
 
 /*
  * The thread at index i leaves its record: its totals up to now, less
- * its base, move into exited_ns.  Returns whether it was the record's
- * last member.  folds_begun is bumped before it stops counting live and
- * folds_done after its totals are in (lib/bpf.c's reader).
+ * its base, move into exited_ns.  Returns the record it left, or NULL.
+ * folds_begun is bumped before it stops counting live and folds_done
+ * after its totals are in (lib/bpf.c's reader).
  */
-static __always_inline bool ts_fold(__u32 i, __u64 now)
+static __always_inline struct ts_bpf_rec *ts_fold(__u32 i, __u64 now)
 {
 	struct ts_bpf_memb *m = bpf_map_lookup_elem(&membs, &i);
 	struct taskstate_map_entry *e = bpf_map_lookup_elem(&entries, &i);
-	__u64 t[TASKSTATE_MAP_NR_TOTALS] = {}, rs, left;
+	__u64 t[TASKSTATE_MAP_NR_TOTALS] = {}, rs;
 	struct ts_bpf_rec *r;
 	int k;
 
 	if (!m || !e)
-		return false;
+		return NULL;
 	r = ts_memb_rec(m, &rs);
 	if (!r)
-		return false;
+		return NULL;
 	ts_add(&r->folds_begun, 1);
 	/* Still that record (not ended meanwhile), and this thread's leave. */
 	if (TS_READ(r->start_ns) != rs ||
 	    __sync_val_compare_and_swap(&m->rec_start, rs, 0) != rs) {
 		ts_add(&r->folds_done, 1);
-		return false;
+		return NULL;
 	}
 	if (ts_totals_now(e, now, t))
 		for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++)
 			ts_add_sat(&r->exited_ns[k],
 				   t[k] - (m->base_ns[k] < t[k] ? m->base_ns[k] : t[k]));
 	ts_add(&r->nr_exited, 1);
-	left = ts_add(&r->members, -1) - 1;
+	ts_add(&r->members, -1);
 	ts_add(&r->folds_done, 1);
-	return !left;
+	return r;
 }
 
 /*
@@ -776,22 +780,25 @@ static __always_inline void ts_rec_ended(struct task_struct *p, struct ts_bpf_re
  * no thread of its process is live now (signal->live, which do_exit()
  * lowers before sched_process_exit) and none counts in the record, the
  * process has ended: whichever of its threads gets here last sees both.
+ * The record is the one it left (an exec that swapped its tid and died
+ * before sched_process_exec left it at the old leader's index), else its
+ * leader's.
  */
 static __always_inline void ts_exiting(struct task_struct *p, long i, __u64 now)
 {
 	struct task_struct *leader = p->group_leader;
-	struct ts_bpf_rec *r;
+	struct ts_bpf_rec *r = i >= 0 ? ts_fold(i, now) : NULL;
 	__u32 k;
 
-	if (i >= 0)
-		ts_fold(i, now);
 	if (p->signal->live.counter)
 		return;
-	i = leader == p ? i : ts_own_index(leader);
-	if (i < 0)
-		return;
-	k = i;
-	r = bpf_map_lookup_elem(&recs, &k);
+	if (!r) {
+		i = leader == p ? i : ts_own_index(leader);
+		if (i < 0)
+			return;
+		k = i;
+		r = bpf_map_lookup_elem(&recs, &k);
+	}
 	if (r && TS_READ(r->start_ns) > TS_MEMB_JOINING && !TS_READ(r->members))
 		ts_rec_ended(p, r);
 }
@@ -828,6 +835,12 @@ static __always_inline void ts_join_rec(struct task_struct *t, __u32 i, __u32 li
 	m->rec = li;
 	ts_add(&r->members, 1);
 	__sync_lock_test_and_set(&m->rec_start, start);
+	/* The record ended or moved meanwhile (an exec): not in it. */
+	if (TS_READ(r->start_ns) != start) {
+		if (__sync_val_compare_and_swap(&m->rec_start, start, 0) == start)
+			ts_add(&r->members, -1);
+		return;
+	}
 	if (t->flags & PF_EXITING)
 		ts_exiting(t, i, now);
 }
@@ -873,29 +886,34 @@ static __always_inline void ts_join_task(struct task_struct *t, __u32 i, __u64 n
  * folds_begun and folds_done, then its thread), then the hint, then the
  * old record ends, so that a PROCESS finds one or the other all along.
  * Every other thread of the process has exited, and so left the record,
- * before de_thread() returns.  A thread in no record (tracked alone) takes
- * none, and the old one ends at the old leader's free.  From
- * sched_process_exec, or earlier from the old leader's free.
+ * before de_thread() returns (one still joining is left out of members).
+ * A thread in no record (tracked alone) takes none, and the old one ends
+ * at the old leader's free.  From sched_process_exec (tid its new pid),
+ * or earlier from the old leader's free (only: that record; the hint
+ * moved only from the old leader's index, hint_from; else 0).
  */
-static __always_inline void ts_take_pid(struct task_struct *t, __u32 j)
+static __always_inline void ts_take_pid(__u32 j, __u32 tid, struct ts_bpf_rec *only,
+					__u32 hint_from)
 {
 	struct taskstate_map_entry *e = bpf_map_lookup_elem(&entries, &j);
 	struct ts_bpf_memb *m = bpf_map_lookup_elem(&membs, &j);
 	struct ts_bpf_rec *from = NULL, *to = bpf_map_lookup_elem(&recs, &j);
-	__u32 tid = t->pid, *hint = bpf_map_lookup_elem(&hints, &tid);
+	__u32 *hint = bpf_map_lookup_elem(&hints, &tid);
 	__u64 rs;
 	int k;
 
-	if (!e || !hint)
+	if (!e || !hint || !m || !to)
 		return;
-	if (m && to)
-		from = ts_memb_rec(m, &rs);
+	from = ts_memb_rec(m, &rs);
+	if (only && from != only)
+		return;
 	if (from == to ||
 	    (from && __sync_val_compare_and_swap(&to->start_ns, 0, TS_REC_MAKING)))
 		from = NULL;
 	if (from) {
 		ts_add(&to->folds_begun, 1);
-		to->members = TS_READ(from->members);
+		/* It alone is live: a thread still joining then is not. */
+		to->members = 1;
 		to->nr_exited = TS_READ(from->nr_exited);
 		to->nr_children = TS_READ(from->nr_children);
 		to->parent_start_ns = TS_READ(from->parent_start_ns);
@@ -909,7 +927,10 @@ static __always_inline void ts_take_pid(struct task_struct *t, __u32 j)
 		ts_add(&to->folds_done, 1);
 	}
 	e->tid = tid;
-	__sync_lock_test_and_set(hint, j + 1);
+	if (hint_from)
+		__sync_val_compare_and_swap(hint, hint_from, j + 1);
+	else
+		__sync_lock_test_and_set(hint, j + 1);
 	if (from)
 		TS_WRITE(from->start_ns, 0);
 }
@@ -983,7 +1004,7 @@ int BPF_PROG(ts_exec, struct task_struct *p, int old_pid)
 		return 0;
 	}
 	i = k;
-	ts_take_pid(p, i);
+	ts_take_pid(i, tid, NULL, 0);
 	ohint = bpf_map_lookup_elem(&hints, &old);
 	if (ohint)
 		__sync_val_compare_and_swap(ohint, i + 1, 0);
@@ -1046,11 +1067,9 @@ static __always_inline int ts_release(__u64 key, __u32 i, bool leaving_only)
 SEC("tp_btf/sched_process_free")
 int BPF_PROG(ts_free, struct task_struct *p)
 {
-	struct task_struct *leader;
-	__u32 *ip, i, tid, *hint;
-	__u64 key = (__u64)p;
+	__u32 *ip, i, j, tid, *hint, *tgid;
+	__u64 key = (__u64)p, lkey, *owner;
 	struct ts_bpf_rec *rec;
-	long j;
 
 	ip = bpf_map_lookup_elem(&tasks, &key);
 	if (ip) {
@@ -1064,12 +1083,22 @@ int BPF_PROG(ts_free, struct task_struct *p)
 			return 0;
 		i = *hint - 1;
 	}
+	/*
+	 * Its group_leader's address only, never followed: that task may be
+	 * freed too by now.  Found in tasks and still owning its entry, it
+	 * takes the record only if it counts in it (ts_take_pid()).
+	 */
 	rec = bpf_map_lookup_elem(&recs, &i);
-	leader = p->group_leader;
-	if (rec && leader != p && TS_READ(rec->start_ns) > TS_MEMB_JOINING) {
-		j = ts_own_index(leader);
-		if (j >= 0)
-			ts_take_pid(leader, j);
+	lkey = (__u64)p->group_leader;
+	tgid = bpf_map_lookup_elem(&tgids, &i);
+	if (rec && tgid && lkey != key && TS_READ(rec->start_ns) > TS_MEMB_JOINING) {
+		ip = bpf_map_lookup_elem(&tasks, &lkey);
+		if (ip) {
+			j = *ip;
+			owner = bpf_map_lookup_elem(&owners, &j);
+			if (owner && *owner == lkey)
+				ts_take_pid(j, *tgid, rec, i + 1);
+		}
 	}
 	ts_release(key, i, false);
 	return 0;

@@ -1024,14 +1024,15 @@ static void process_not_back(struct taskstate_process *p)
 /*
  * Errors as the module's: ESRCH no such process (pid not a process's
  * leader), EAGAIN its record kept changing under the reads for about a
- * second (TS_PROCESS_TRIES).  p->valid 0: no record (its leader not
+ * second (TS_PROCESS_WAIT_NS).  p->valid 0: no record (its leader not
  * tracked).  EOPNOTSUPP: a load without records (an older loader).
  */
-#define TS_PROCESS_TRIES	1000
+#define TS_PROCESS_WAIT_NS	1000000000ULL
 int ts_bpf_process(int fd, unsigned int pid, struct taskstate_process *p)
 {
 	struct ts_bpf_view *v;
 	int ret = view_of(fd, &v), tries;
+	uint64_t until;
 	__u32 gen;
 	long i;
 
@@ -1042,7 +1043,8 @@ int ts_bpf_process(int fd, unsigned int pid, struct taskstate_process *p)
 		return -EOPNOTSUPP;
 	if (!exists(pid, true))
 		return -ESRCH;
-	for (tries = 0; tries < TS_PROCESS_TRIES; tries++) {
+	for (tries = 0, until = taskstate_now_ns() + TS_PROCESS_WAIT_NS;
+	     tries < 10 || taskstate_now_ns() < until; tries++) {
 		i = index_of(v, pid);
 		if (i < 0)
 			return 0;

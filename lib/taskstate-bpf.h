@@ -63,7 +63,8 @@ struct ts_bpf_config {
 
 /*
  * A process's record (uapi "DOC: Process totals"), at its leader's entry
- * index in recs, valid while start_ns is not 0.  Its threads count in it
+ * index in recs, valid while start_ns is above 2 (0: none, 1: being
+ * made).  Its threads count in it
  * through their membs element (below).  A thread leaving it (its exit,
  * its free, its UNTRACK) folds its totals into exited_ns: folds_begun is
  * bumped before, folds_done after, so that a reader that sees them equal
@@ -86,7 +87,7 @@ struct ts_bpf_rec {
 
 /*
  * The record a thread counts in: the one at index rec, while its
- * start_ns is still rec_start (0: none); the thread's totals less base_ns
+ * start_ns is still rec_start (0: none, 2: joining one); the thread's totals less base_ns
  * (what they held when it joined, at join_ns, and the time before then
  * that a first word dated back put in them) are its part.
  */
