@@ -583,10 +583,6 @@ static __always_inline long ts_own_index(struct task_struct *t)
 /* include/linux/sched.h, 6.1 to 7.2: set before sched_process_exit. */
 #define PF_EXITING		0x00000004
 
-/* Not a record's start: one being made, a thread joining one. */
-#define TS_REC_MAKING		1
-#define TS_MEMB_JOINING		2
-
 /* fetch-and-add that stays a full barrier (see ts_gen_bump()). */
 static __always_inline __u64 ts_add(__u64 *p, __u64 v)
 {

@@ -824,9 +824,6 @@ int ts_bpf_locate(int fd, struct taskstate_location *l, uint32_t n)
 	return found;
 }
 
-/* Not a record's start (taskstate.bpf.c): one being made. */
-#define TS_REC_MAKING	1
-
 /* A thread counted live: its entry, and its part of the totals. */
 struct ts_live {
 	long i;
@@ -865,7 +862,7 @@ static long live_members(const struct ts_bpf_view *v, unsigned int pid, __u32 li
 		return -ESRCH;
 	while ((d = readdir(dir))) {
 		const struct ts_bpf_memb *m;
-		__u64 w;
+		uint64_t at[TASKSTATE_MAP_NR_TOTALS];
 
 		tid = strtoul(d->d_name, NULL, 10);
 		i = tid ? index_of(v, tid) : -1;
@@ -888,15 +885,12 @@ static long live_members(const struct ts_bpf_view *v, unsigned int pid, __u32 li
 			}
 			live = nl;
 		}
-		w = got.word;
-		if (taskstate_state(w) != TASKSTATE_DEAD)
-			tt.state_ns[taskstate_total_of(taskstate_state(w))] +=
-				taskstate_age_ns(w, now);
+		taskstate_totals_at(got.word, &tt, now, at);
 		live[n].i = i;
 		for (k = 0; k < TASKSTATE_MAP_NR_TOTALS; k++) {
 			__u64 base = __atomic_load_n(&m->base_ns[k], __ATOMIC_RELAXED);
 
-			live[n].ns[k] = tt.state_ns[k] - (base < tt.state_ns[k] ? base : tt.state_ns[k]);
+			live[n].ns[k] = at[k] - (base < at[k] ? base : at[k]);
 		}
 		n++;
 	}
@@ -930,7 +924,6 @@ static int process_read(const struct ts_bpf_view *v, unsigned int pid,
 	const struct ts_bpf_rec *r = &v->recs[li];
 	__u64 begun, done, start, now;
 	struct ts_live *live = NULL;
-	struct timespec ts;
 	long n, j, kept = 0;
 	unsigned int k;
 	int ret = -EAGAIN;
@@ -942,8 +935,7 @@ static int process_read(const struct ts_bpf_view *v, unsigned int pid,
 		return -EAGAIN;
 	if (!start)
 		return 0;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	now = (__u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	now = taskstate_now_ns();	/* the kernel's: no time namespace's offset */
 	n = live_members(v, pid, li, start, now, &live);
 	if (n < 0)
 		return n;

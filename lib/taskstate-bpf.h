@@ -72,6 +72,10 @@ struct ts_bpf_config {
  * once, live or exited (lib/bpf.c).  Written by the programs alone;
  * readers map it read-only.
  */
+/* Not a record's start: one being made, a thread joining one. */
+#define TS_REC_MAKING		1
+#define TS_MEMB_JOINING		2
+
 struct ts_bpf_rec {
 	__u64 start_ns;		/* uapi start_ns; 0: no record here */
 	__u64 folds_begun;
